@@ -1,0 +1,3 @@
+from duorl.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""Algorithm factories: the only place the runtime learns which concrete learner and actor to build.
+
+Both factories take plain dataclasses and a device, so `functools.partial(make_actor, cfg, spec,
+device)` pickles into a spawned collector process.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from duorl.algos.base import Learner
+
+if TYPE_CHECKING:
+    from duorl.config.schema import AlgoConfig
+    from duorl.envs.base import EnvSpec
+
+ALGOS_BUILT = ("sac",)
+_ALGOS_PLANNED = ("flashsac", "warpsac")
+
+
+def _check_built(name: str) -> None:
+    if name in ALGOS_BUILT:
+        return
+    if name in _ALGOS_PLANNED:
+        raise NotImplementedError(f"algo '{name}' is not built yet (built: {', '.join(ALGOS_BUILT)})")
+    raise ValueError(f"unknown algo '{name}' (built: {', '.join(ALGOS_BUILT)}; planned: {', '.join(_ALGOS_PLANNED)})")
+
+
+def make_learner(algo_cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> Learner:
+    """The learner for `algo_cfg.name`, with models initialised from `seed` alone."""
+    _check_built(algo_cfg.name)
+    from duorl.algos.sac.learner import SACLearner
+
+    return SACLearner(algo_cfg, spec, torch.device(device), seed)
+
+
+def make_actor(algo_cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str) -> nn.Module:
+    """A fresh actor of the learner's architecture (same state_dict keys and shapes), on `device`.
+
+    Its initial weights are irrelevant: the collector loads the learner's published state_dict.
+    Built under a forked RNG so the caller's global RNG stream is not consumed.
+    """
+    _check_built(algo_cfg.name)
+    from duorl.algos.sac.learner import build_actor
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        actor = build_actor(algo_cfg, spec)
+    return actor.to(torch.device(device))

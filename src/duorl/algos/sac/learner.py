@@ -1,0 +1,279 @@
+"""FastSAC learner: SAC with twin C51 distributional critics, for massively parallel simulation.
+
+One update (DESIGN.md §3 runs `num_updates` of them per learner iteration):
+  critic   soft distributional Bellman target from the Polyak target critics; clipped double-Q by
+           picking, per sample, the projected target distribution with the smaller expected value
+  actor    every `policy_frequency`-th update (counted across calls): alpha*log pi - min(Q1, Q2)
+  alpha    with the actor: log_alpha toward target entropy = target_entropy_scale * action_dim
+  targets  Polyak average with tau after every critic update
+
+Graph-friendly by construction (a later issue captures a whole iteration in one CUDA graph): no
+`.item()` or other host reads, no Python branch on a tensor value, fixed shapes, learning rates as
+device tensors (capturable AdamW on CUDA), gradients allocated once and zeroed in place, and every
+random draw from one dedicated `torch.Generator`. The actor-update schedule depends only on a Python
+update counter, so it is the same in eager and graph runs; it repeats every
+policy_frequency / gcd(num_updates, policy_frequency) iterations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+from typing import TYPE_CHECKING, Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from duorl.algos.base import Batch, SampleFn
+from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
+from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
+from duorl.algos.sac.normalizer import RunningObsNormalizer
+
+if TYPE_CHECKING:  # envs/ may grow heavy imports (warp, mujoco); only the type is needed here
+    from duorl.config.schema import AlgoConfig
+    from duorl.envs.base import EnvSpec
+
+# FastSAC's Adam betas: a shorter second-moment memory than the default 0.999 follows the fast-moving
+# critic targets of high update-to-data training.
+ADAM_BETAS = (0.9, 0.95)
+METRIC_KEYS = ("Loss/critic", "Loss/actor", "Loss/alpha", "Policy/alpha", "Policy/entropy", "Policy/q_mean")
+_ACTOR_METRICS = ("Loss/actor", "Loss/alpha", "Policy/entropy")
+
+
+def build_actor(cfg: AlgoConfig, spec: EnvSpec) -> TanhGaussianActor:
+    """The actor architecture shared by the learner and the collector (weights on CPU, fp32)."""
+    return TanhGaussianActor(
+        obs_dim=spec.actor_obs_dim,
+        action_dim=spec.action_dim,
+        hidden_dims=list(cfg.actor_hidden_dims),
+        log_std_min=cfg.log_std_min,
+        log_std_max=cfg.log_std_max,
+        obs_normalization=cfg.obs_normalization,
+    )
+
+
+def build_critic(cfg: AlgoConfig, spec: EnvSpec) -> CategoricalCriticEnsemble:
+    return CategoricalCriticEnsemble(
+        obs_dim=spec.critic_obs_dim,
+        action_dim=spec.action_dim,
+        hidden_dims=list(cfg.critic_hidden_dims),
+        num_atoms=cfg.num_atoms,
+        v_min=cfg.v_min,
+        v_max=cfg.v_max,
+        num_members=2,
+    )
+
+
+def derive_seed(seed: int, stream: int) -> int:
+    """A distinct 63-bit seed per (seed, stream), so init and sampling streams never coincide."""
+    return (seed * 6364136223846793005 + 1442695040888963407 * (stream + 1)) % (2**63)
+
+
+class SACLearner:
+    """FastSAC learner implementing `duorl.algos.base.Learner`."""
+
+    def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
+        self.cfg = cfg
+        self.device = torch.device(device)
+        if cfg.policy_frequency < 1:
+            raise ValueError(f"algo.policy_frequency must be >= 1, got {cfg.policy_frequency}")
+
+        # Initialise on CPU from `seed` alone: the same weights on every device and rank, and the
+        # global RNG is left exactly as the caller had it.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed(seed, 0))
+            actor = build_actor(cfg, spec)
+            critic = build_critic(cfg, spec)
+        self.actor: TanhGaussianActor = actor.to(self.device)
+        self.critic = critic.to(self.device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        # the critic's normaliser lives here, not in the critic, so Polyak/target copies never see it
+        self.critic_obs_norm = (
+            RunningObsNormalizer(spec.critic_obs_dim).to(self.device) if cfg.obs_normalization else None
+        )
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(cfg.alpha_init), device=self.device))
+        self.target_entropy = float(cfg.target_entropy_scale) * spec.action_dim
+
+        self._actor_params = list(self.actor.parameters())
+        self._critic_params = list(self.critic.parameters())
+        self._target_params = list(self.critic_target.parameters())
+        self.actor_optimizer = self._adamw(self._actor_params, cfg.actor_lr, cfg.weight_decay)
+        self.critic_optimizer = self._adamw(self._critic_params, cfg.critic_lr, cfg.weight_decay)
+        # no weight decay on log_alpha: decoupled decay would drag alpha toward 1 regardless of entropy
+        self.alpha_optimizer = self._adamw([self.log_alpha], cfg.alpha_lr, 0.0)
+        # gradients exist from the start and are only ever zeroed in place: their addresses stay fixed
+        for p in self._actor_params + self._critic_params + [self.log_alpha]:
+            p.grad = torch.zeros_like(p)
+
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(derive_seed(seed, 1))
+        self.num_updates = 0  # critic updates so far; drives the actor schedule
+        # actor-side metrics of the latest actor update, reported by calls that have none
+        self._last_actor_metrics = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
+
+    # ------------------------------------------------------------------ construction helpers
+
+    def _adamw(self, params: list[nn.Parameter], lr: float, weight_decay: float) -> torch.optim.AdamW:
+        # lr as a device tensor: a schedule can fill_() it without recapturing a graph
+        kwargs: dict = dict(lr=torch.tensor(lr, device=self.device), betas=ADAM_BETAS, weight_decay=weight_decay)
+        if self.device.type == "cuda":
+            kwargs["capturable"] = True  # step counters on the device, no host sync in step()
+        return torch.optim.AdamW(params, **kwargs)
+
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.cfg.use_autocast and self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def _critic_frozen(self) -> Iterator[None]:
+        # the actor loss backpropagates through the critic to the action only; freezing the critic's
+        # parameters skips their weight gradients (and leaves the critic's .grad untouched)
+        self.critic.requires_grad_(False)
+        try:
+            yield
+        finally:
+            self.critic.requires_grad_(True)
+
+    # ------------------------------------------------------------------ Learner protocol
+
+    @torch.no_grad()
+    def observe(self, obs_actor: torch.Tensor, obs_critic: torch.Tensor) -> None:
+        if self.actor.obs_norm is not None:
+            self.actor.obs_norm.update(obs_actor)
+        if self.critic_obs_norm is not None:
+            self.critic_obs_norm.update(obs_critic)
+
+    def train_iteration(self, sample: SampleFn, num_updates: int) -> dict[str, torch.Tensor]:
+        critic_loss_sum = torch.zeros((), device=self.device)
+        q_mean_sum = torch.zeros((), device=self.device)
+        actor_sums = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
+        actor_updates = 0
+        for _ in range(num_updates):
+            batch = sample(self.cfg.batch_size)
+            obs_critic = self._normalize_critic_obs(batch.obs_critic)
+            next_obs_critic = self._normalize_critic_obs(batch.next_obs_critic)
+            critic_loss, q_mean = self._update_critic(batch, obs_critic, next_obs_critic)
+            critic_loss_sum += critic_loss
+            q_mean_sum += q_mean
+            if self._actor_due():
+                for k, v in zip(_ACTOR_METRICS, self._update_actor_and_alpha(batch, obs_critic)):
+                    actor_sums[k] += v
+                actor_updates += 1
+            self._update_targets()
+            self.num_updates += 1
+
+        if actor_updates:
+            for k in _ACTOR_METRICS:
+                self._last_actor_metrics[k].copy_(actor_sums[k] / actor_updates)
+        metrics = {k: v.clone() for k, v in self._last_actor_metrics.items()}
+        metrics["Loss/critic"] = critic_loss_sum / max(num_updates, 1)
+        metrics["Policy/q_mean"] = q_mean_sum / max(num_updates, 1)
+        metrics["Policy/alpha"] = self.log_alpha.detach().exp()
+        return {k: metrics[k] for k in METRIC_KEYS}
+
+    def state_dict(self) -> dict:
+        """Everything needed for a bitwise-identical continuation (tensors alias live state)."""
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "critic_obs_norm": self.critic_obs_norm.state_dict() if self.critic_obs_norm is not None else None,
+            "log_alpha": self.log_alpha.detach(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "alpha_optimizer": self.alpha_optimizer.state_dict(),
+            "num_updates": self.num_updates,
+            "generator": self.generator.get_state(),
+            "last_actor_metrics": dict(self._last_actor_metrics),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore in place (parameter, buffer and gradient addresses are kept)."""
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        if self.critic_obs_norm is not None:
+            self.critic_obs_norm.load_state_dict(state["critic_obs_norm"])
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
+        self.num_updates = int(state["num_updates"])
+        self.generator.set_state(state["generator"].cpu())
+        for k in _ACTOR_METRICS:
+            self._last_actor_metrics[k].copy_(state["last_actor_metrics"][k])
+
+    # ------------------------------------------------------------------ one update
+
+    def _actor_due(self) -> bool:
+        # actor after every policy_frequency-th critic update (the critic leads, as in TD3/FastTD3)
+        return (self.num_updates + 1) % self.cfg.policy_frequency == 0
+
+    def _normalize_critic_obs(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic_obs_norm(obs) if self.critic_obs_norm is not None else obs
+
+    def _optimizer_step(
+        self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], loss: torch.Tensor, clip: bool = True
+    ) -> None:
+        optimizer.zero_grad(set_to_none=False)
+        loss.backward()
+        if clip and self.cfg.max_grad_norm > 0:
+            # clip_grad_norm_ scales by a device tensor: no host sync
+            nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
+        optimizer.step()
+
+    def _update_critic(
+        self, batch: Batch, obs_critic: torch.Tensor, next_obs_critic: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        support = self.critic.support
+        with torch.no_grad():
+            with self._autocast():
+                next_action, next_log_prob, _ = self.actor(batch.next_obs_actor, self.generator)
+                target_logits = self.critic_target(next_obs_critic, next_action)
+            alpha = self.log_alpha.exp()
+            atoms = soft_target_atoms(
+                support,
+                batch.reward,
+                self.cfg.gamma * (1.0 - batch.terminated),
+                alpha * next_log_prob,
+            )
+            projected = categorical_projection(target_logits.float().softmax(-1), atoms, self.cfg.v_min, self.cfg.v_max)
+            # Clipped double-Q for distributions: per sample, keep the whole projected distribution of
+            # the member with the smaller mean (FastTD3's CDQ). Choosing (not averaging) keeps a valid
+            # distribution that is pessimistic in expectation; a mixture would only halve the bias.
+            target_value = self.critic.expected_value(projected)
+            target = torch.where((target_value[0] <= target_value[1]).unsqueeze(-1), projected[0], projected[1])
+
+        with self._autocast():
+            logits = self.critic(obs_critic, batch.action)
+        log_probs = logits.float().log_softmax(-1)
+        # cross-entropy to the shared target, averaged over the batch and summed over members
+        loss = -(target * log_probs).sum(-1).mean(-1).sum()
+        self._optimizer_step(self.critic_optimizer, self._critic_params, loss)
+        q_mean = self.critic.expected_value(log_probs.detach().exp()).mean()
+        return loss.detach(), q_mean
+
+    def _update_actor_and_alpha(
+        self, batch: Batch, obs_critic: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        with self._critic_frozen():
+            with self._autocast():
+                action, log_prob, _ = self.actor(batch.obs_actor, self.generator)
+                logits = self.critic(obs_critic, action)
+            q = self.critic.expected_value(logits.float().softmax(-1))  # [2, B]
+            alpha = self.log_alpha.detach().exp()
+            actor_loss = (alpha * log_prob - torch.minimum(q[0], q[1])).mean()
+            self._optimizer_step(self.actor_optimizer, self._actor_params, actor_loss)
+
+        log_prob = log_prob.detach()
+        alpha_loss = -(self.log_alpha.exp() * (log_prob + self.target_entropy)).mean()
+        self._optimizer_step(self.alpha_optimizer, [self.log_alpha], alpha_loss, clip=False)
+        return actor_loss.detach(), alpha_loss.detach(), -log_prob.mean()
+
+    @torch.no_grad()
+    def _update_targets(self) -> None:
+        torch._foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)

@@ -1,0 +1,175 @@
+"""FastSAC networks: a tanh-Gaussian actor and an ensemble of C51 distributional critics.
+
+Both use Linear -> LayerNorm -> SiLU blocks. The actor owns its observation normaliser as buffers,
+so `actor.state_dict()` alone defines the policy the collector runs. Everything here is free of
+host syncs and data-dependent Python branches, so it can be captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from duorl.algos.sac.normalizer import RunningObsNormalizer
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_LOG_2 = math.log(2.0)
+
+
+def mlp_trunk(in_dim: int, hidden_dims: Sequence[int]) -> nn.Sequential:
+    """Linear -> LayerNorm -> SiLU for each hidden width."""
+    layers: list[nn.Module] = []
+    for width in hidden_dims:
+        layers += [nn.Linear(in_dim, width), nn.LayerNorm(width), nn.SiLU()]
+        in_dim = width
+    return nn.Sequential(*layers)
+
+
+def tanh_gaussian_log_prob(pre_tanh: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """log density of a = tanh(u), u ~ N(mean, exp(log_std)), summed over the last dim.
+
+    Uses log(1 - tanh(u)^2) = 2*(log 2 - u - softplus(-2u)), which stays finite where tanh saturates
+    (the naive form gives log(0) = -inf once |u| > ~9 in float32).
+    """
+    z = (pre_tanh - mean) * torch.exp(-log_std)
+    gaussian = -0.5 * z.square() - log_std - _HALF_LOG_2PI
+    log_det = 2.0 * (_LOG_2 - pre_tanh - F.softplus(-2.0 * pre_tanh))
+    return (gaussian - log_det).sum(-1)
+
+
+class TanhGaussianActor(nn.Module):
+    """pi(a|s) = tanh(N(mu(s), sigma(s))), actions in [-1, 1].
+
+    Observations are raw; the optional running normaliser inside the module is applied first.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        hidden_dims: Sequence[int],
+        log_std_min: float,
+        log_std_max: float,
+        obs_normalization: bool,
+    ) -> None:
+        super().__init__()
+        self.obs_norm = RunningObsNormalizer(obs_dim) if obs_normalization else None
+        self.trunk = mlp_trunk(obs_dim, hidden_dims)
+        width = hidden_dims[-1] if len(hidden_dims) else obs_dim
+        self.mean_head = nn.Linear(width, action_dim)
+        self.log_std_head = nn.Linear(width, action_dim)
+        # FastSAC starts from mean 0 (the task's default pose) and the middle of the log-std range;
+        # zero heads also keep early actor steps from being dominated by random head weights.
+        for head in (self.mean_head, self.log_std_head):
+            nn.init.zeros_(head.weight)
+            nn.init.zeros_(head.bias)
+        self.log_std_min = float(log_std_min)
+        self.log_std_max = float(log_std_max)
+
+    def distribution_params(self, obs_actor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean, log_std) of the pre-tanh Gaussian, in float32 even under autocast."""
+        x = self.obs_norm(obs_actor) if self.obs_norm is not None else obs_actor
+        h = self.trunk(x)
+        mean = self.mean_head(h).float()
+        # tanh squash keeps the gradient alive at the bounds (a hard clamp would zero it)
+        raw = torch.tanh(self.log_std_head(h).float())
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (raw + 1.0)
+        return mean, log_std
+
+    def forward(
+        self, obs_actor: torch.Tensor, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Reparameterised sample for the learner: (action, log_prob [B], mean_action = tanh(mean))."""
+        mean, log_std = self.distribution_params(obs_actor)
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        pre_tanh = mean + torch.exp(log_std) * noise
+        log_prob = tanh_gaussian_log_prob(pre_tanh, mean, log_std)
+        return torch.tanh(pre_tanh), log_prob, torch.tanh(mean)
+
+    @torch.no_grad()
+    def explore(self, obs_actor: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """Stochastic action in [-1, 1]; deterministic given the generator's state."""
+        mean, log_std = self.distribution_params(obs_actor)
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        return torch.tanh(mean + torch.exp(log_std) * noise)
+
+    @torch.no_grad()
+    def act(self, obs_actor: torch.Tensor) -> torch.Tensor:
+        """Deterministic action tanh(mean) in [-1, 1]."""
+        mean, _ = self.distribution_params(obs_actor)
+        return torch.tanh(mean)
+
+
+class EnsembleLinear(nn.Module):
+    """`n` independent Linear layers evaluated with one batched matmul: x [n, B, in] -> [n, B, out]."""
+
+    def __init__(self, n: int, in_dim: int, out_dim: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(n, in_dim, out_dim))
+        self.bias = nn.Parameter(torch.empty(n, out_dim))
+        # nn.Linear's default init, member by member: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias
+        bound = 1.0 / math.sqrt(in_dim)
+        nn.init.uniform_(self.weight, -bound, bound)
+        nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.baddbmm(self.bias.unsqueeze(1), x, self.weight)
+
+
+class EnsembleLayerNorm(nn.Module):
+    """LayerNorm over the last dim with a separate affine per ensemble member."""
+
+    def __init__(self, n: int, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n, dim))
+        self.bias = nn.Parameter(torch.zeros(n, dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.layer_norm(x, (x.shape[-1],), None, None, self.eps)
+        return torch.addcmul(self.bias.unsqueeze(1), y, self.weight.unsqueeze(1))
+
+
+class CategoricalCriticEnsemble(nn.Module):
+    """`num_members` C51 critics Z_i(s, a) on support linspace(v_min, v_max, num_atoms).
+
+    The members are independent networks stored as stacked weights, so twin critics cost one batched
+    matmul per layer instead of two launches (half the kernels in a captured CUDA graph).
+    Input obs must already be normalised (the learner owns the critic's normaliser).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        hidden_dims: Sequence[int],
+        num_atoms: int,
+        v_min: float,
+        v_max: float,
+        num_members: int = 2,
+    ) -> None:
+        super().__init__()
+        self.num_members = num_members
+        layers: list[nn.Module] = []
+        in_dim = obs_dim + action_dim
+        for width in hidden_dims:
+            layers += [EnsembleLinear(num_members, in_dim, width), EnsembleLayerNorm(num_members, width), nn.SiLU()]
+            in_dim = width
+        layers.append(EnsembleLinear(num_members, in_dim, num_atoms))
+        self.net = nn.Sequential(*layers)
+        self.v_min = float(v_min)
+        self.v_max = float(v_max)
+        self.register_buffer("support", torch.linspace(v_min, v_max, num_atoms))
+
+    def forward(self, obs_critic: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """Logits [num_members, B, num_atoms]."""
+        x = torch.cat([obs_critic, action.to(obs_critic.dtype)], dim=-1)
+        return self.net(x.unsqueeze(0).expand(self.num_members, -1, -1))
+
+    def expected_value(self, probs: torch.Tensor) -> torch.Tensor:
+        """E[Z] for probabilities [..., num_atoms] -> [...]."""
+        return (probs * self.support).sum(-1)

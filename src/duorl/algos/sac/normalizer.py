@@ -1,0 +1,46 @@
+"""Running observation normaliser kept as module buffers.
+
+The statistics live in buffers (not parameters) so they travel in a module's state_dict, are never
+touched by an optimizer, and can be updated in place inside a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class RunningObsNormalizer(nn.Module):
+    """Per-feature running mean and (population) variance, merged batch by batch (Chan et al.).
+
+    `update` never reads a value back to the host: the batch size is a Python int from the shape and
+    every statistic is combined in place on the tensors' device.
+    """
+
+    def __init__(self, dim: int, eps: float = 1e-2) -> None:
+        super().__init__()
+        # eps is added to the std (not the variance): constant features (a fixed command, a phase that
+        # never moves) then map to ~0 instead of amplifying rounding noise by 1/sqrt(tiny).
+        self.eps = eps
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("var", torch.ones(dim))
+        # float64 so the sample count stays exact far beyond 2**24 transitions
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        """Merge a batch x [N, dim] into the running statistics."""
+        x = x.reshape(-1, self.mean.shape[0]).to(self.mean.dtype)
+        n_batch = x.shape[0]
+        batch_var, batch_mean = torch.var_mean(x, dim=0, unbiased=False)
+        total = self.count + n_batch
+        # fraction of the merged sample that the new batch represents ([] tensor, no host sync)
+        w = (n_batch / total).to(self.mean.dtype)
+        delta = batch_mean - self.mean
+        self.mean.add_(delta * w)
+        # var = var_a*(1-w) + var_b*w + delta^2*w*(1-w): the pooled second moment about the new mean
+        self.var.mul_(1.0 - w).add_(batch_var * w).add_(delta.square() * (w * (1.0 - w)))
+        self.count.copy_(total)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / (self.var.sqrt() + self.eps)

@@ -1,0 +1,157 @@
+"""`duorl train | metrics`: routing only. Work lives in duorl.config, duorl.train and duorl.telemetry."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from duorl import __version__
+from duorl.config.schema import ALGOS, SIMS
+
+_SIM_NOTES = {
+    "mujoco": "MuJoCo's C library on CPU threads",
+    "mjwarp": "MuJoCo Warp: CUDA, or warp's CPU device",
+}
+
+
+class _LazyHelpParser(argparse.ArgumentParser):
+    """An ArgumentParser whose description is computed only when help is shown: listing tasks imports
+    the envs registry (torch, simulators), which `train` pays for anyway but `metrics` should not."""
+
+    lazy_description: Callable[[], str] | None = None
+
+    def format_help(self) -> str:
+        if self.lazy_description is not None:
+            self.description = self.lazy_description()
+            self.lazy_description = None
+        return super().format_help()
+
+
+def _train_description() -> str:
+    from duorl.config.catalog import available_tasks
+    from duorl.config.validate import BUILT_ALGOS
+
+    algos = ", ".join(a if a in BUILT_ALGOS else f"{a} (not built yet)" for a in ALGOS)
+    sims = "; ".join(f"{s} ({_SIM_NOTES.get(s, '')})" for s in SIMS)
+    return (
+        "Train a policy with one learner/collector duo.\n\n"
+        f"algorithms (--algo): {algos}\n"
+        f"tasks (--task):      {', '.join(available_tasks())}\n"
+        f"sims (--sim):        {sims}\n"
+        "                     default: mjwarp when a CUDA device is visible, else mujoco\n\n"
+        "Trailing key=value pairs override the configuration (dotted keys of duorl/config/schema.py;\n"
+        "order: schema < algo YAML < task YAML < key=value). Quote values with brackets in a shell. e.g.\n"
+        "  duorl train --task pendulum_swingup algo.max_iterations=200 training.num_envs=32\n"
+        "  duorl train --algo sac --sim mujoco 'training.devices=[cpu]' 'algo.actor_hidden_dims=[256,256]'"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="duorl", description="Off-policy RL on many MuJoCo environments.")
+    parser.add_argument("--version", action="version", version=f"duorl {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="{train,metrics}", parser_class=_LazyHelpParser)
+
+    train = sub.add_parser(
+        "train", help="train a policy", formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    assert isinstance(train, _LazyHelpParser)
+    train.lazy_description = _train_description
+    train.add_argument("--algo", choices=ALGOS, default="sac", help="learner (default: sac)")
+    train.add_argument("--task", default="pendulum_swingup", help="task name (default: pendulum_swingup)")
+    train.add_argument("--sim", choices=SIMS, default=None, help="physics backend (default: best available)")
+    train.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
+
+    metrics = sub.add_parser(
+        "metrics", help="mean of the last N logged iterations of a run",
+        description="Mean of every numeric field over the last N rows of RUN_DIR/metrics.jsonl.",
+    )
+    metrics.add_argument("run_dir", metavar="RUN_DIR", help="run directory (or its metrics.jsonl)")
+    metrics.add_argument("--last", type=int, default=100, metavar="N", help="rows to average (default: 100)")
+    metrics.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+    return parser
+
+
+def _error(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _cmd_train(args: argparse.Namespace, overrides: list[str]) -> int:
+    from duorl.config.errors import ConfigError
+    from duorl.config.load import load_config
+
+    try:
+        cfg = load_config(args.algo, args.task, args.sim, overrides)
+        from duorl.train import train  # the runtime, imported only once the config is known good
+
+        return int(train(cfg) or 0)
+    except ConfigError as e:  # also raised by the runtime's late checks (e.g. resolve_device)
+        return _error(str(e))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _fmt(v: float) -> str:
+    if math.isnan(v) or math.isinf(v):
+        return str(v)
+    return f"{v:.0f}" if abs(v) >= 1e6 else f"{v:.6g}"
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    from duorl.telemetry.metrics_file import read_metrics, summary_of_last
+
+    run_dir = Path(args.run_dir)
+    path = run_dir if run_dir.is_file() else run_dir / "metrics.jsonl"
+    if args.last < 1:
+        return _error(f"--last must be >= 1 (got {args.last})")
+    if not run_dir.exists():
+        return _error(f"run directory {run_dir} does not exist")
+    if not path.is_file():
+        return _error(f"{path} not found (has the run logged an iteration yet?)")
+    try:
+        rows = read_metrics(path)
+    except (OSError, ValueError) as e:
+        return _error(str(e))
+    if not rows:
+        return _error(f"{path} has no rows yet")
+    summary: dict[str, Any] = {"run_dir": str(run_dir), **summary_of_last(rows, args.last)}
+
+    if args.json:
+        # NaN/Infinity are not JSON: a mean that is not finite becomes null
+        summary["mean"] = {k: (v if math.isfinite(v) else None) for k, v in summary["mean"].items()}
+        print(json.dumps(summary, indent=2))
+        return 0
+    first, last = summary["iterations"]
+    print(f"{run_dir}: mean of the last {summary['n']} logged iterations ({first}..{last})")
+    means: dict[str, float] = summary["mean"]
+    if means:
+        width = max(len(k) for k in means)
+        values = {k: _fmt(v) for k, v in means.items()}
+        vwidth = max(len(s) for s in values.values())
+        for k, s in values.items():
+            print(f"  {k.ljust(width)}  {s.rjust(vwidth)}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        # parse_known_args: key=value pairs may come after options (`train --sim mujoco a=1 --algo sac b=2`)
+        args, extras = parser.parse_known_args(argv)
+        unknown = [x for x in extras if x.startswith("-") or args.command != "train"]
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    except SystemExit as e:  # argparse exits for --help, --version and usage errors
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    if args.command == "train":
+        return _cmd_train(args, list(args.overrides) + extras)
+    if args.command == "metrics":
+        return _cmd_metrics(args)
+    parser.print_help(sys.stderr)
+    return 2

@@ -1,0 +1,107 @@
+"""Device entries of `training.devices` and the one device a (single-rank) run uses.
+
+Accepted entries: "cpu", a CUDA ordinal (0 or "0"), "cuda:N", a GPU UUID ("GPU-...") or a MIG id
+("MIG-..."). CUDA is probed lazily (importing torch costs about a second and `--help` should not).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from duorl.config.errors import ConfigError
+from duorl.config.schema import Config
+
+KEY = "training.devices"
+ALLOWED = 'null, [cpu], [N] (a CUDA ordinal), [cuda:N], [GPU-<uuid>] or [MIG-<id>]'
+_CUDA_N = re.compile(r"^cuda:(\d+)$")
+
+
+def cuda_device_count() -> int:
+    """Visible CUDA devices (0 without CUDA). Tests monkeypatch this to fake a GPU host."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def cuda_uuids() -> list[str]:
+    """'GPU-<uuid>' of each visible device, in ordinal order."""
+    import torch
+
+    return [f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in range(cuda_device_count())]
+
+
+def entry_kind(entry: Any) -> str | None:
+    """'cpu', 'ordinal', 'uuid' or 'mig'; None for anything else."""
+    if isinstance(entry, bool):  # bool is an int subclass; `true` is not a device
+        return None
+    if isinstance(entry, int):
+        return "ordinal" if entry >= 0 else None
+    if not isinstance(entry, str):
+        return None
+    if entry == "cpu":
+        return "cpu"
+    if entry.isdigit() or _CUDA_N.match(entry):
+        return "ordinal"
+    if entry.startswith("GPU-") and len(entry) > 4:
+        return "uuid"
+    if entry.startswith("MIG-") and len(entry) > 4:
+        return "mig"
+    return None
+
+
+def _ordinal(entry: int | str) -> int:
+    if isinstance(entry, int):
+        return entry
+    m = _CUDA_N.match(entry)
+    return int(m.group(1)) if m else int(entry)
+
+
+def resolve_device(cfg: Config) -> str:
+    """The torch device of this run: 'cpu' or 'cuda:N'.
+
+    `training.devices: null` picks cuda:0 when the sim can use CUDA (mjwarp) and a GPU is visible,
+    else the CPU; mujoco alone runs on the CPU, but an explicit CUDA entry with mujoco is honoured
+    (learner on the GPU, physics on CPU threads). Raises ConfigError for an entry that names no
+    visible device. Assumes `validate` has checked the list's shape (one entry).
+    """
+    devices = cfg.training.devices
+    if devices is None:
+        if cfg.sim.name == "mjwarp" and cuda_device_count() > 0:
+            return "cuda:0"
+        return "cpu"
+    entry = devices[0]
+    kind = entry_kind(entry)
+    if kind == "cpu":
+        return "cpu"
+    count = cuda_device_count()
+    if count == 0:
+        raise ConfigError(
+            KEY, devices, "no CUDA device visible on this machine", "[cpu] here",
+            f"use {KEY}=[cpu] (or run on a GPU machine)",
+        )
+    if kind == "ordinal":
+        n = _ordinal(entry)
+        if n >= count:
+            raise ConfigError(
+                KEY, devices, f"only {count} CUDA device(s) visible (cuda:0..cuda:{count - 1})",
+                f"ordinals 0..{count - 1}", f"pick one of them, e.g. {KEY}=[0]",
+            )
+        return f"cuda:{n}"
+    # A UUID or MIG id: once CUDA_VISIBLE_DEVICES is narrowed to it, it is cuda:0 (DESIGN.md §4).
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() == entry:
+        return "cuda:0"
+    if kind == "uuid":
+        uuids = cuda_uuids()
+        if entry in uuids:
+            return f"cuda:{uuids.index(entry)}"
+        raise ConfigError(
+            KEY, devices, "no visible GPU has this UUID", "UUIDs listed by `nvidia-smi -L`",
+            "copy a UUID from `nvidia-smi -L` (and check CUDA_VISIBLE_DEVICES)",
+        )
+    raise ConfigError(
+        KEY, devices, "a MIG instance is only reachable once CUDA_VISIBLE_DEVICES selects it",
+        "a MIG id equal to CUDA_VISIBLE_DEVICES",
+        f"run with CUDA_VISIBLE_DEVICES={entry} (the id from `nvidia-smi -L`)",
+    )

@@ -1,0 +1,33 @@
+"""ConfigError: every configuration problem names the key, the value, what is allowed and the fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Marks an error about a key that has no value to show (a malformed override such as `foo`).
+NO_VALUE: Any = object()
+
+
+def format_value(value: Any) -> str:
+    """Write a value the way a user types it in a `key=value` override (null, true, [0, 1])."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        # no spaces: the result must survive being pasted into a shell as one argument
+        return "[" + ",".join(format_value(v) for v in value) + "]"
+    return str(value)
+
+
+class ConfigError(ValueError):
+    """A configuration the run must not start with. The message is one line, made for a terminal."""
+
+    def __init__(self, key: str, value: Any, problem: str, allowed: str, fix: str) -> None:
+        self.key = key
+        self.value = value
+        self.problem = problem
+        self.allowed = allowed
+        self.fix = fix
+        shown = key if value is NO_VALUE else f"{key}={format_value(value)}"
+        super().__init__(f"{shown}: {problem}. Allowed: {allowed}. Fix: {fix}")

@@ -1,0 +1,213 @@
+"""Compose a Config: schema defaults < algo YAML < task YAML < `key=value` overrides, then validate.
+
+Task YAML files may carry, besides ordinary sections (training, algo, sim, ...), an `algo_by_name`
+section whose entry for the chosen algorithm is applied after the task's generic `algo` section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, InterpolationResolutionError, OmegaConfBaseException
+
+import duorl.config.devices as devices
+from duorl.config.catalog import algo_yaml, available_tasks, task_yaml
+from duorl.config.errors import NO_VALUE, ConfigError, format_value
+from duorl.config.keys import close_matches, default_of, leaf_types
+from duorl.config.schema import ALGOS, Config
+from duorl.config.validate import validate
+
+__all__ = ["load_config", "config_to_dict", "config_hash", "best_sim"]
+
+# Examples for keys whose schema default (null) shows nothing useful.
+_EXAMPLES: dict[str, Any] = {"training.devices": ["cpu"], "task.max_episode_steps": 1000}
+# Allowed values spelled out where the schema type ("list[any] or null") says too little.
+_ALLOWED: dict[str, str] = {"training.devices": devices.ALLOWED}
+# Algo and task names become file names: keep them plain so `--task ../x` cannot reach other files.
+_NAME = re.compile(r"[A-Za-z0-9_\-]+")
+
+
+def best_sim() -> str:
+    """mjwarp when a CUDA device is visible, else MuJoCo's CPU backend."""
+    return "mjwarp" if devices.cuda_device_count() > 0 else "mujoco"
+
+
+def _sections() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for k in leaf_types():
+        parts = k.split(".")
+        for i in range(1, len(parts)):
+            out.setdefault(".".join(parts[:i]), []).append(k)
+    return out
+
+
+def _wrap(e: Exception, key: str | None, value: Any, source: str) -> ConfigError:
+    """Turn an OmegaConf error into a ConfigError naming the dotted key.
+
+    `key`/`value` are the override being merged (None/NO_VALUE for a YAML layer or the final
+    resolution, where OmegaConf's own full_key and value are the best we have).
+    """
+    reported = getattr(e, "full_key", None)
+    # an override `training={x: 1}` fails deeper (training.x): name the deeper key
+    deeper = bool(key and reported and reported.startswith(key + "."))
+    full_key = reported if deeper else key or reported or "?"
+    if deeper:
+        value = NO_VALUE  # the value typed belongs to the outer key
+    base = full_key.split("[", 1)[0]  # algo.actor_hidden_dims[0] -> algo.actor_hidden_dims
+    if value is NO_VALUE and key is None and getattr(e, "full_key", None) and getattr(e, "value", None) is not None:
+        value = e.value
+    where = f" (in {source})" if source else ""
+    text = (getattr(e, "msg", None) or str(e)).strip()
+    first_line = text.splitlines()[0].rstrip(".") if text else type(e).__name__
+    if isinstance(e, InterpolationResolutionError):
+        return ConfigError(full_key, value, f"cannot resolve an interpolation{where}: {first_line}",
+                           "${section.key} references to existing keys", "fix the ${...} reference or write the value")
+    if base in _sections():
+        keys = _sections()[base]
+        eg = next((k for k in keys if default_of(k) is not None), keys[0])
+        return ConfigError(full_key, value, f"{base} is a section, not a value{where}", ", ".join(keys),
+                           f"set one of its keys, e.g. {eg}={format_value(default_of(eg))}")
+    if isinstance(e, ConfigKeyError) and base not in leaf_types():
+        matches = close_matches(base)
+        allowed = ("close matches: " + ", ".join(matches)) if matches else "the keys of config/schema.py"
+        shown = "" if value is NO_VALUE else f"={format_value(value)}"
+        if not matches:
+            fix = "check the spelling against config/schema.py"
+        elif matches[0] in leaf_types():
+            fix = f"use {matches[0]}{shown}"
+        else:  # a section: name one of its keys
+            fix = f"use a key of {matches[0]}, e.g. {_sections()[matches[0]][0]}"
+        return ConfigError(full_key, value, f"unknown key{where}", allowed, fix)
+    expected = leaf_types().get(base)
+    if expected is not None:
+        example = _EXAMPLES.get(base, default_of(base))
+        eg = f", e.g. {base}={format_value(example)}" if example is not None else ""
+        return ConfigError(full_key, value, f"wrong type{where}: {first_line}", _ALLOWED.get(base, expected),
+                           f"give {base} a value of type {expected}{eg}")
+    return ConfigError(full_key, value, f"invalid{where}: {first_line}", "values matching config/schema.py",
+                       "fix or remove this entry")
+
+
+def _merge(cfg: DictConfig, layer: Any, source: str, key: str | None = None, value: Any = NO_VALUE) -> DictConfig:
+    try:
+        # unsafe_merge skips deep-copying `cfg` (2x faster); cfg is ours and dropped on error
+        return OmegaConf.unsafe_merge(cfg, layer)  # type: ignore[return-value]
+    except (OmegaConfBaseException, TypeError) as e:  # TypeError: a mapping merged onto a list, or back
+        raise _wrap(e, key, value, source) from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(str(path), NO_VALUE, f"malformed YAML: {e}".replace("\n", " "), "YAML mappings",
+                          "fix the file") from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), NO_VALUE, "not a YAML mapping", "a mapping of sections", "fix the file")
+    return data
+
+
+def _parse_override(item: str) -> tuple[str, str, DictConfig]:
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(item or "''", NO_VALUE, "malformed override (expected key=value)",
+                          "dotted key=value pairs such as algo.batch_size=256",
+                          f"write it as {key or 'section.key'}=<value>")
+    if "[" in key or "]" in key:
+        base = key.split("[", 1)[0]
+        raise ConfigError(key, raw, "setting one list element is not supported", f"the whole list: {base}=[...]",
+                          f"write the whole list, e.g. {base}=[256,256]")
+    try:
+        parsed = OmegaConf.from_dotlist([f"{key}={raw}"])
+    except (OmegaConfBaseException, yaml.YAMLError) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(key, raw, f"cannot parse the value ({msg})", "YAML scalars or lists such as [0] or [256,256]",
+                          "quote or fix the value") from None
+    return key, raw, parsed
+
+
+def _pinned(key: str, chosen: str, value: Any, flag: str) -> None:
+    """algo.name and task.name pick the YAML layers, so only the command-line flag may set them."""
+    if value != chosen:
+        raise ConfigError(key, value, f"{key} is chosen by {flag} (here {chosen!r}), not by an override",
+                          f"only {flag}", f"use {flag} {value} and drop the {key} override")
+
+
+def load_config(algo: str, task: str, sim: str | None = None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """The validated Config for `duorl train --algo ALGO --task TASK [--sim SIM] [key=value ...]`.
+
+    sim=None picks the best available backend (best_sim) unless an override sets sim.name.
+    Returns a plain dataclass instance (picklable, for spawned processes). Raises ConfigError.
+    """
+    if not _NAME.fullmatch(algo):
+        raise ConfigError("algo.name", algo, "unknown algorithm", ", ".join(ALGOS), "pick one with --algo, e.g. --algo sac")
+    if not _NAME.fullmatch(task):
+        raise ConfigError("task.name", task, "unknown task", ", ".join(available_tasks()),
+                          "pick one with --task (see `duorl train --help`)")
+    cfg: DictConfig = OmegaConf.structured(Config)
+
+    path = algo_yaml(algo)
+    if path.is_file():
+        cfg = _merge(cfg, OmegaConf.create(_read_yaml(path)), str(path))
+
+    path = task_yaml(task)
+    if path.is_file():
+        data = _read_yaml(path)
+        by_name = data.pop("algo_by_name", None) or {}
+        if not isinstance(by_name, dict) or not set(by_name) <= set(ALGOS):
+            raise ConfigError("algo_by_name", by_name if not isinstance(by_name, dict) else sorted(by_name),
+                              f"must map algorithm names to algo settings (in {path})", ", ".join(ALGOS),
+                              "fix the algo_by_name section of the task YAML")
+        cfg = _merge(cfg, OmegaConf.create(data), str(path))
+        if by_name.get(algo):
+            cfg = _merge(cfg, OmegaConf.create({"algo": by_name[algo]}), f"{path} algo_by_name.{algo}")
+
+    cfg.algo.name = algo
+    cfg.task.name = task
+    if sim is not None:
+        cfg.sim.name = sim
+
+    sim_overridden = False
+    for item in overrides:
+        key, raw, layer = _parse_override(item)
+        if key in ("algo.name", "task.name", "sim.name"):
+            value = OmegaConf.select(layer, key)
+            if key == "algo.name":
+                _pinned(key, algo, value, "--algo")
+            elif key == "task.name":
+                _pinned(key, task, value, "--task")
+            else:
+                if sim is not None:
+                    _pinned(key, sim, value, "--sim")
+                sim_overridden = True
+        # errors quote the value as typed, which is what the user will edit
+        cfg = _merge(cfg, layer, "", key=key, value=raw)
+
+    if sim is None and not sim_overridden:
+        cfg.sim.name = best_sim()
+
+    try:
+        obj = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as e:  # unresolvable interpolation, missing value
+        raise _wrap(e, None, NO_VALUE, "") from None
+    assert isinstance(obj, Config)
+    return validate(obj)
+
+
+def config_to_dict(cfg: Config) -> dict[str, Any]:
+    """The resolved config as plain JSON-ready data (run_config.json)."""
+    return dataclasses.asdict(cfg)
+
+
+def config_hash(cfg: Config) -> str:
+    """A stable 16-hex-digit digest of every key (same config -> same hash, across processes)."""
+    blob = json.dumps(config_to_dict(cfg), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,220 @@
+"""Range and consistency checks on a merged Config, run before anything is built (fail closed).
+
+Each failure is a ConfigError naming the dotted key, its value, what is allowed and the fix. The
+first failure is raised; checks run cheapest first (names, then ranges, then devices, which may
+import torch to probe CUDA).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from duorl.config.catalog import available_tasks
+from duorl.config.devices import ALLOWED as DEVICES_ALLOWED
+from duorl.config.devices import entry_kind, resolve_device
+from duorl.config.errors import ConfigError
+from duorl.config.schema import ALGOS, SIMS, Config
+
+__all__ = ["validate", "resolve_device", "BUILT_ALGOS"]
+
+# Algorithms with a learner today; the others are accepted names with YAML placeholders only.
+BUILT_ALGOS = ("sac",)
+WIRE_DTYPES = ("float32", "bfloat16")
+
+# (key, minimum) for integers.
+_INT_MIN: tuple[tuple[str, int], ...] = (
+    ("training.num_envs", 1),
+    ("training.seed", 0),
+    ("training.env_steps_per_sync", 1),
+    ("training.log_interval", 1),
+    ("training.torch_threads", 0),
+    ("algo.max_iterations", 1),
+    ("algo.save_interval", 1),
+    ("algo.batch_size", 1),
+    ("algo.updates_per_step", 0),
+    ("algo.policy_frequency", 1),
+    ("algo.learning_starts", 0),
+    ("algo.buffer_size", 1),
+    ("algo.num_atoms", 2),
+    ("sim.nthread", 0),
+)
+# (key, lower bound, lower inclusive?) for floats; every float must also be finite.
+_FLOAT_MIN: tuple[tuple[str, float, bool], ...] = (
+    ("algo.actor_lr", 0.0, False),
+    ("algo.critic_lr", 0.0, False),
+    ("algo.alpha_lr", 0.0, False),
+    ("algo.alpha_init", 0.0, False),  # the temperature is learned as log(alpha)
+    ("algo.weight_decay", 0.0, True),
+    ("algo.max_grad_norm", 0.0, True),  # 0 = no clipping
+    ("debug.collector_delay_ms", 0.0, True),
+    ("debug.learner_delay_ms", 0.0, True),
+)
+_FLOATS_ANY = ("algo.target_entropy_scale", "algo.v_min", "algo.v_max", "algo.log_std_min", "algo.log_std_max")
+_BOOLS = (
+    "training.no_play", "training.export_onnx", "training.nan_guard.enabled", "training.checkpoint_replay",
+    "training.progress", "algo.obs_normalization", "algo.use_autocast",
+    "algo.algo_params.dp_whole_cycle_cuda_graph", "debug.check_replay_window",
+)
+_SEED_MAX = 2**32 - 1  # numpy's seed range; ranks use seed + rank
+
+
+def _get(cfg: Config, key: str) -> Any:
+    node: Any = cfg
+    for part in key.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_int(cfg: Config, key: str, minimum: int) -> None:
+    v = _get(cfg, key)
+    if not _is_int(v):
+        raise ConfigError(key, v, "not an integer", f"integers >= {minimum}", f"set {key} to an integer")
+    if v < minimum:
+        raise ConfigError(key, v, f"must be >= {minimum}", f"integers >= {minimum}", f"set {key}={minimum} or more")
+
+
+def _float(cfg: Config, key: str) -> float:
+    v = _get(cfg, key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError(key, v, "not a number", "finite floats", f"set {key} to a number")
+    if not math.isfinite(v):
+        raise ConfigError(key, v, "not finite", "finite floats", f"set {key} to a finite number")
+    return float(v)
+
+
+def _not_built(key: str, value: Any, what: str, allowed: str, fix: str) -> ConfigError:
+    return ConfigError(key, value, f"{what} is not built yet", allowed, fix)
+
+
+def _check_names(cfg: Config) -> None:
+    algo = cfg.algo.name
+    if algo not in ALGOS:
+        raise ConfigError("algo.name", algo, "unknown algorithm", ", ".join(ALGOS), "pick one with --algo, e.g. --algo sac")
+    if algo not in BUILT_ALGOS:
+        raise _not_built("algo.name", algo, f"the {algo} learner", ", ".join(BUILT_ALGOS),
+                         "train with --algo sac (FastSAC-style) for now")
+    if cfg.sim.name not in SIMS:
+        raise ConfigError("sim.name", cfg.sim.name, "unknown simulator backend", ", ".join(SIMS),
+                          "pick one with --sim, e.g. --sim mujoco")
+    tasks = available_tasks()
+    if cfg.task.name not in tasks:
+        raise ConfigError("task.name", cfg.task.name, "unknown task", ", ".join(tasks) or "(no task registered)",
+                          "pick one with --task (see `duorl train --help`)")
+
+
+def _check_ranges(cfg: Config) -> None:
+    for key, minimum in _INT_MIN:
+        _check_int(cfg, key, minimum)
+    for key, lo, inclusive in _FLOAT_MIN:
+        v = _float(cfg, key)
+        if v < lo or (v == lo and not inclusive):
+            bound = f">= {lo:g}" if inclusive else f"> {lo:g}"
+            raise ConfigError(key, v, f"must be {bound}", f"floats {bound}", f"set {key} to a value {bound}")
+    for key in _FLOATS_ANY:
+        _float(cfg, key)
+    for key in _BOOLS:
+        v = _get(cfg, key)
+        if not isinstance(v, bool):
+            raise ConfigError(key, v, "not a boolean", "true, false", f"set {key}=true or {key}=false")
+
+    a, t = cfg.algo, cfg.training
+    if t.seed > _SEED_MAX:
+        raise ConfigError("training.seed", t.seed, "too large (ranks seed numpy with seed + rank)",
+                          f"0..{_SEED_MAX}", "pick a smaller seed, e.g. training.seed=1")
+    gamma = _float(cfg, "algo.gamma")
+    if not 0.0 < gamma < 1.0:
+        # gamma = 1 makes the bootstrapped return unbounded at time-limit truncations
+        raise ConfigError("algo.gamma", gamma, "must lie strictly between 0 and 1", "0 < gamma < 1",
+                          "set algo.gamma=0.99 (or 0.97 for short-horizon locomotion)")
+    tau = _float(cfg, "algo.tau")
+    if not 0.0 < tau <= 1.0:
+        raise ConfigError("algo.tau", tau, "must be in (0, 1]", "0 < tau <= 1 (1 copies the critic)",
+                          "set algo.tau=0.005 .. 0.125")
+    if not a.v_min < a.v_max:
+        raise ConfigError("algo.v_min", a.v_min, f"must be below algo.v_max={a.v_max:g}", "v_min < v_max",
+                          "set the critic support to cover the discounted return, e.g. algo.v_min=-20 algo.v_max=20")
+    if not a.log_std_min < a.log_std_max:
+        raise ConfigError("algo.log_std_min", a.log_std_min, f"must be below algo.log_std_max={a.log_std_max:g}",
+                          "log_std_min < log_std_max", "e.g. algo.log_std_min=-5 algo.log_std_max=0")
+    if a.buffer_size < 2 * t.env_steps_per_sync:
+        # the ring holds the ticks the collector is writing this iteration plus a readable window
+        raise ConfigError("algo.buffer_size", a.buffer_size,
+                          f"must hold at least 2 * training.env_steps_per_sync = {2 * t.env_steps_per_sync} ticks",
+                          f">= {2 * t.env_steps_per_sync}",
+                          f"raise algo.buffer_size or lower training.env_steps_per_sync")
+    for key in ("algo.actor_hidden_dims", "algo.critic_hidden_dims"):
+        dims = _get(cfg, key)
+        if not isinstance(dims, (list, tuple)) or not dims or not all(_is_int(d) and d > 0 for d in dims):
+            raise ConfigError(key, dims, "must be a non-empty list of positive layer widths",
+                              "[int > 0, ...]", f"e.g. {key}=[256,256]")
+    steps = cfg.task.max_episode_steps
+    if steps is not None and (not _is_int(steps) or steps < 1):
+        raise ConfigError("task.max_episode_steps", steps, "must be a positive integer or null",
+                          "null (the task's default) or integers >= 1", "remove the key or set task.max_episode_steps=1000")
+    if t.dp_gradient_wire_dtype not in WIRE_DTYPES:
+        raise ConfigError("training.dp_gradient_wire_dtype", t.dp_gradient_wire_dtype, "unknown wire dtype",
+                          ", ".join(WIRE_DTYPES), "set training.dp_gradient_wire_dtype=float32")
+    if t.cuda_process_sharing not in (None, "mps"):
+        raise ConfigError("training.cuda_process_sharing", t.cuda_process_sharing, "unknown sharing mode",
+                          "null, mps", "remove the key or set training.cuda_process_sharing=null")
+
+
+def _check_not_built(cfg: Config) -> None:
+    t, p = cfg.training, cfg.algo.algo_params
+    if t.cuda_process_sharing == "mps":
+        raise _not_built("training.cuda_process_sharing", "mps", "CUDA MPS mode", "null",
+                         "remove the key or set training.cuda_process_sharing=null")
+    if t.dp_gradient_wire_dtype == "bfloat16":
+        raise _not_built("training.dp_gradient_wire_dtype", "bfloat16",
+                         "bfloat16 gradient wire (only meaningful under data parallel)", "float32",
+                         "remove the key or set training.dp_gradient_wire_dtype=float32")
+    if t.resume is not None:
+        raise _not_built("training.resume", t.resume, "resuming a run", "null",
+                         "remove the key and start a fresh run")
+    if t.checkpoint_replay:
+        raise _not_built("training.checkpoint_replay", True, "saving the replay ring in checkpoints", "false",
+                         "remove the key or set training.checkpoint_replay=false")
+    if t.export_onnx:
+        raise _not_built("training.export_onnx", True, "ONNX export", "false",
+                         "remove the key or set training.export_onnx=false")
+    if not t.no_play:
+        raise _not_built("training.no_play", False, "post-train play", "true",
+                         "remove the key or set training.no_play=true")
+    if p.whole_cycle_cuda_graph not in (None, False):
+        raise _not_built("algo.algo_params.whole_cycle_cuda_graph", p.whole_cycle_cuda_graph,
+                         "the whole-cycle CUDA graph", "null, false (both use the eager path)",
+                         "remove the key or set algo.algo_params.whole_cycle_cuda_graph=null")
+
+
+def _check_devices(cfg: Config) -> None:
+    devices = cfg.training.devices
+    key = "training.devices"
+    if devices is None:  # automatic; resolve_device cannot fail on it
+        return
+    if not isinstance(devices, (list, tuple)) or len(devices) == 0:
+        raise ConfigError(key, devices, "must be null or a list with one device", DEVICES_ALLOWED,
+                          f"remove the key (automatic) or set {key}=[cpu]")
+    for entry in devices:
+        if entry_kind(entry) is None:
+            raise ConfigError(key, devices, f"{entry!r} is not a device", DEVICES_ALLOWED,
+                              f"e.g. {key}=[0] or {key}=[cpu]")
+    if len(devices) > 1:
+        raise _not_built(key, devices, "data parallel (more than one device)", "one entry",
+                         f"train on one device, e.g. {key}=[{devices[0]}]")
+    # mujoco with a CUDA entry is allowed: the learner uses the GPU, physics stays on CPU threads;
+    # mjwarp with [cpu] is allowed too (warp's CPU device).
+    resolve_device(cfg)
+
+
+def validate(cfg: Config) -> Config:
+    """Raise ConfigError on the first problem; return cfg unchanged when it may run."""
+    _check_names(cfg)
+    _check_ranges(cfg)
+    _check_not_built(cfg)
+    _check_devices(cfg)
+    return cfg

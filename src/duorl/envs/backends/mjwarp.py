@@ -1,0 +1,133 @@
+"""The `mjwarp` backend: MuJoCo Warp, `nworld` worlds in warp arrays on CUDA (or warp's CPU device).
+
+Every state array is exposed as a zero-copy torch view (`wp.to_torch`), so tasks read and reset
+the simulation with torch ops and nothing crosses the host. On CUDA, warp kernels are launched on
+torch's current stream, so torch writes (ctrl, resets) and warp steps are ordered without a sync,
+and a CUDA graph captured around `step` by the caller sees one stream.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+import mujoco
+import torch
+
+
+def warp_device_for(device: torch.device) -> str:
+    """The warp device that shares memory with this torch device."""
+    if device.type == "cpu":
+        return "cpu"
+    if device.type == "cuda":
+        return f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}"
+    raise ValueError(f"the mjwarp backend runs on cuda or cpu devices, not {device}")
+
+
+class MjWarpBackend:
+    """`num_envs` MuJoCo Warp worlds with torch views of their state.
+
+    graph: on CUDA, capture the `substeps` mjw.step calls once into a warp CUDA graph and replay it
+    (one launch per step). Off by default until measured on a GPU.
+    TODO(gpu): turn on by default once the cuda-marked test (graph vs eager) has run on the target.
+    """
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        num_envs: int,
+        substeps: int,
+        device: torch.device,
+        graph: bool = False,
+        put_data_kwargs: Optional[dict[str, Any]] = None,
+    ) -> None:
+        import mujoco_warp as mjw  # imported here: warp is only paid for when this backend is built
+        import warp as wp
+
+        if num_envs < 1 or substeps < 1:
+            raise ValueError(f"num_envs and substeps must be >= 1, got {num_envs} and {substeps}")
+        self._wp, self._mjw = wp, mjw
+        # Warp logs one line per kernel module loaded (hundreds for MuJoCo Warp) at its default INFO
+        # level; keep warnings only, unless someone asked for more (DUORL_WARP_VERBOSE=1).
+        if wp.config.log_level == wp.LOG_INFO and not os.environ.get("DUORL_WARP_VERBOSE"):
+            wp.config.log_level = wp.LOG_WARNING
+        self.num_envs = num_envs
+        self.substeps = substeps
+        self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        self._wdev = warp_device_for(self.device)
+        self._use_graph = bool(graph) and self.device.type == "cuda"
+        self._graph = None
+        self._wstream: Any = None
+        self._wstream_key = 0
+
+        mjd = mujoco.MjData(model)
+        mujoco.mj_forward(model, mjd)
+        with wp.ScopedDevice(self._wdev):
+            self._m = mjw.put_model(model)
+            # put_data_kwargs carries contact/constraint capacities (nconmax, njmax) for contact-rich
+            # tasks; the pendulum needs none.
+            self._d = mjw.put_data(model, mjd, nworld=num_envs, **(put_data_kwargs or {}))
+
+        d = self._d
+        self.qpos = wp.to_torch(d.qpos)
+        self.qvel = wp.to_torch(d.qvel)
+        self.ctrl = wp.to_torch(d.ctrl)
+        self.time = wp.to_torch(d.time)
+        self.sensordata = wp.to_torch(d.sensordata)
+        # Fields a reset clears besides qpos/qvel (what mj_resetData would zero and the next step
+        # reads): activations, solver warm start, applied forces.
+        self._cleared = [wp.to_torch(a) for a in (d.act, d.qacc_warmstart, d.qfrc_applied, d.xfrc_applied)]
+        self._cleared = [t for t in self._cleared if t.numel() > 0]
+        # MuJoCo Warp lets NaN propagate instead of resetting the world: the NaN guard's finiteness
+        # check sees it directly, so nothing is ever flagged here.
+        self.diverged = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
+
+    def _stream(self) -> Any:
+        """The warp view of torch's current stream (cached: wrapping registers the stream)."""
+        if self.device.type != "cuda":
+            return None
+        ts = torch.cuda.current_stream(self.device)
+        if self._wstream is None or self._wstream_key != ts.cuda_stream:
+            self._wstream, self._wstream_key = self._wp.stream_from_torch(ts), ts.cuda_stream
+        return self._wstream
+
+    def _substeps(self) -> None:
+        for _ in range(self.substeps):
+            self._mjw.step(self._m, self._d)
+
+    def step(self, ctrl: torch.Tensor) -> None:
+        wp = self._wp
+        self.ctrl.copy_(ctrl)
+        stream = self._stream()
+        if stream is None:  # warp's CPU device: kernels run synchronously, in order
+            with wp.ScopedDevice(self._wdev):
+                self._substeps()
+            return
+        with wp.ScopedDevice(self._wdev), wp.ScopedStream(stream, sync_enter=False):
+            if torch.cuda.is_current_stream_capturing():
+                # The caller is capturing a torch CUDA graph around this step (a collector tick):
+                # plain launches on its stream are recorded into that graph; a nested warp capture
+                # would fail.
+                self._substeps()
+            elif self._use_graph:
+                if self._graph is None:
+                    # Capture records, it does not run: the first replay below advances the state.
+                    with wp.ScopedCapture(device=self._wdev, stream=stream) as capture:
+                        self._substeps()
+                    self._graph = capture.graph
+                wp.capture_launch(self._graph, stream=stream)
+            else:
+                self._substeps()
+
+    def reset_envs(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        m = mask.unsqueeze(1)
+        self.qpos.copy_(torch.where(m, qpos.to(self.qpos.dtype), self.qpos))
+        self.qvel.copy_(torch.where(m, qvel.to(self.qvel.dtype), self.qvel))
+        self.time.masked_fill_(mask, 0.0)
+        for t in self._cleared:
+            t.masked_fill_(mask.view(-1, *([1] * (t.dim() - 1))), 0.0)
+
+    def close(self) -> None:
+        self._graph = None

@@ -1,0 +1,46 @@
+"""The VecEnv contract (DESIGN.md §7): batched torch tensors on the env's device, auto-reset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+Obs = dict[str, torch.Tensor]  # {"actor": [N, actor_obs_dim], "critic": [N, critic_obs_dim]}, float32
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Shapes and timing of a task, known without building the batched simulation."""
+
+    task: str
+    actor_obs_dim: int
+    critic_obs_dim: int
+    action_dim: int
+    max_episode_steps: int
+    control_dt: float
+
+
+class VecEnv(Protocol):
+    """A batch of `num_envs` environments stepped together.
+
+    step(actions) with actions [N, action_dim] in [-1, 1] returns
+      obs: Obs after auto-reset (the first obs of a new episode where an episode ended),
+      reward [N] float32, terminated [N] bool, truncated [N] bool (time limit),
+      info: {"final_obs": Obs, the obs the step reached before any reset (equal to obs where not done);
+             "episode_return" [N] float32 and "episode_length" [N] int64: the finished episode's totals,
+             meaningful where terminated | truncated;
+             "nan_resets" [] int64: envs reset this step because their state was not finite}.
+    No host sync happens inside reset() or step().
+    """
+
+    spec: EnvSpec
+    num_envs: int
+    device: torch.device
+
+    def reset(self) -> Obs: ...
+
+    def step(self, actions: torch.Tensor) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,79 @@
+"""Names to tasks and simulator backends; the one entry point that builds a VecEnv.
+
+`make_vec_env` is a module-level function of plain dataclasses and builtins so that
+`functools.partial(make_vec_env, ...)` pickles into the spawned collector process.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from duorl.config.schema import SimConfig, TaskConfig
+from duorl.envs.base import EnvSpec
+from duorl.envs.tasks.base import Task
+from duorl.envs.tasks.pendulum import PendulumSwingup
+from duorl.envs.vec_env import TaskVecEnv
+
+# task name -> factory; a G1 task adds one line here.
+_TASKS: dict[str, Callable[[TaskConfig], Task]] = {
+    "pendulum_swingup": lambda cfg: PendulumSwingup(max_episode_steps=cfg.max_episode_steps),
+}
+TASKS: tuple[str, ...] = tuple(_TASKS)
+SIMS: tuple[str, ...] = ("mujoco", "mjwarp")
+
+
+def _check(key: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{key}={value!r} is not known; allowed values: {', '.join(allowed)}")
+
+
+def make_task(task_cfg: TaskConfig) -> Task:
+    """A fresh, unbound task for `task_cfg` (cheap: parses nothing until a backend asks)."""
+    _check("task.name", task_cfg.name, TASKS)
+    return _TASKS[task_cfg.name](task_cfg)
+
+
+def env_spec(task_cfg: TaskConfig) -> EnvSpec:
+    """Shapes and timing of the configured task, without building any simulation."""
+    return make_task(task_cfg).spec
+
+
+def default_sim() -> str:
+    """'mjwarp' where CUDA is present, else 'mujoco' (MuJoCo C on CPU threads)."""
+    return "mjwarp" if torch.cuda.is_available() else "mujoco"
+
+
+def make_vec_env(
+    task_cfg: TaskConfig,
+    sim_cfg: SimConfig,
+    num_envs: int,
+    device: str,
+    seed: int,
+    nan_guard: bool = True,
+) -> TaskVecEnv:
+    """Build `num_envs` environments of `task_cfg.name` on `sim_cfg.name`, tensors on `device`.
+
+    The mujoco backend runs on CPU threads and so needs device 'cpu'; mjwarp takes 'cuda[:i]' or
+    'cpu' (warp's CPU device, slow, for tests).
+    """
+    _check("sim.name", sim_cfg.name, SIMS)
+    task = make_task(task_cfg)
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    dev = torch.device(device)
+    model = task.mj_model()
+    if sim_cfg.name == "mujoco":
+        if dev.type != "cpu":
+            raise ValueError(f"sim.name='mujoco' steps on CPU threads: device must be 'cpu', got {device!r}")
+        from duorl.envs.backends.mujoco_cpu import MujocoBackend
+
+        if sim_cfg.nthread < 0:
+            raise ValueError(f"sim.nthread={sim_cfg.nthread} must be >= 0 (0 = all cores)")
+        backend = MujocoBackend(model, num_envs, task.substeps, nthread=sim_cfg.nthread)
+    else:
+        from duorl.envs.backends.mjwarp import MjWarpBackend
+
+        backend = MjWarpBackend(model, num_envs, task.substeps, dev)
+    return TaskVecEnv(task, backend, seed=seed, nan_guard=nan_guard)

@@ -1,0 +1,1 @@
+"""Tasks: what an environment observes, rewards and resets, written against batched tensors only."""

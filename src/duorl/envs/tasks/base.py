@@ -1,0 +1,63 @@
+"""The Task protocol: the task-specific half of a VecEnv, independent of the simulator backend.
+
+A task reads the simulation only through a `Backend`'s torch views (qpos, qvel, sensordata, ...),
+so the same task code runs on `mujoco` (CPU) and `mjwarp` (CUDA or CPU). Every method works on the
+whole batch with fixed shapes (masks, never index lists) so a step has no host sync and no Python
+loop over environments, and stays capturable in a CUDA graph.
+
+The generic VecEnv calls, per step:
+    ctrl = task.apply_action(actions)          # before physics
+    backend.step(ctrl)
+    reward, terminated = task.reward(sim), task.terminated(sim)
+    final_obs = task.observe(sim)
+    qpos, qvel = task.reset(done, generator)   # candidates; only rows where done is True are used
+    backend.reset_envs(done, qpos, qvel)
+    obs = task.observe(sim) where done, final_obs elsewhere
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import mujoco
+import torch
+
+from duorl.envs.backends.base import Backend
+from duorl.envs.base import EnvSpec, Obs
+
+
+class Task(Protocol):
+    spec: EnvSpec
+    # physics steps per control step: spec.control_dt == substeps * model timestep
+    substeps: int
+
+    def mj_model(self) -> mujoco.MjModel:
+        """The MuJoCo model that a backend batches (built fresh on each call)."""
+        ...
+
+    def bind(self, num_envs: int, device: torch.device) -> None:
+        """Allocate the task's per-env buffers (commands, last actions, phases) on `device`."""
+        ...
+
+    def reset(self, mask: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reset the task's own buffers where mask [N] is True and return candidate initial
+        qpos [N, nq] and qvel [N, nv] for the whole batch (rows where mask is False are ignored).
+        Draws the same random numbers whatever the mask, so rollouts depend only on the seed."""
+        ...
+
+    def apply_action(self, actions: torch.Tensor) -> torch.Tensor:
+        """actions [N, action_dim] in [-1, 1] -> ctrl [N, nu]; may keep them for rewards/obs."""
+        ...
+
+    def observe(self, sim: Backend) -> Obs:
+        """{"actor": [N, actor_obs_dim], "critic": [N, critic_obs_dim]} float32, a pure function of
+        the simulation and task buffers (calling it twice gives the same obs)."""
+        ...
+
+    def reward(self, sim: Backend) -> torch.Tensor:
+        """[N] float32 reward of the transition that just happened."""
+        ...
+
+    def terminated(self, sim: Backend) -> torch.Tensor:
+        """[N] bool: the episode reached a terminal state (no bootstrapping past it)."""
+        ...

@@ -1,0 +1,76 @@
+"""Atomic checkpoints: written to a temp file in the same folder, fsynced, then renamed into place, so
+a crash or a Ctrl-C mid-write leaves the previous checkpoint intact."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+FORMAT_VERSION = 1
+
+
+class CheckpointError(RuntimeError):
+    pass
+
+
+def save_checkpoint(
+    directory: Path, iteration: int, payload: dict[str, Any], header: dict[str, Any], final: bool = False
+) -> Path:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    name = "final.pt" if final else f"iter_{iteration:06d}.pt"
+    path = directory / name
+    tmp = directory / f".{name}.tmp-{os.getpid()}"
+    head = {"format_version": FORMAT_VERSION, "iteration": iteration, **header}
+    with open(tmp, "wb") as f:
+        torch.save({"header": head, **payload}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(directory)
+    # the pointer is itself replaced atomically, after the file it names exists
+    latest = directory / "latest.json"
+    tmp_latest = directory / f".latest.json.tmp-{os.getpid()}"
+    tmp_latest.write_text(json.dumps({"file": name, **head}) + "\n")
+    os.replace(tmp_latest, latest)
+    return path
+
+
+def latest_checkpoint(run_dir_or_file: Path) -> Path:
+    p = Path(run_dir_or_file)
+    if p.is_file():
+        return p
+    directory = p / "checkpoints" if (p / "checkpoints").is_dir() else p
+    pointer = directory / "latest.json"
+    if not pointer.is_file():
+        raise CheckpointError(f"no checkpoint in {p}: {pointer} is missing")
+    return directory / json.loads(pointer.read_text())["file"]
+
+
+def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    path = Path(path)
+    try:
+        data = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as e:  # noqa: BLE001 - any unpickling failure means the file is unusable
+        raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupt?): {e}") from e
+    if not isinstance(data, dict) or "header" not in data:
+        raise CheckpointError(f"checkpoint {path} has no duorl header")
+    version = data["header"].get("format_version")
+    if version != FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint {path} has format version {version}; this duorl reads {FORMAT_VERSION}")
+    return data
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,185 @@
+"""The collector process: an actor copy and a VecEnv on the duo's device, writing replay.
+
+Collector iteration k runs ticks [k*s, (k+1)*s) with W_k, the weights learner iteration k-1 published
+(W_0 = initial weights), then announces the ticks. It never runs ahead of the weights, so the duo's
+results do not depend on which process is faster.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from duorl.runtime.control import (
+    COLLECTOR_PID,
+    COLLECTOR_READY,
+    STOP,
+    TICKS_WRITTEN,
+    WEIGHTS_VERSION,
+    ControlBlock,
+    StopRequested,
+    format_exception,
+    wait_until,
+)
+from duorl.runtime.replay import ReplayLayout, ReplayRing
+from duorl.runtime.timing import PhaseTimer, sync
+from duorl.runtime.weights import Entry, WeightBoard
+
+
+@dataclass
+class CollectorArgs:
+    """Everything the spawned collector needs; picklable (factories are functools.partial of
+    module-level functions, tensors travel as shared memory / CUDA IPC handles)."""
+
+    env_factory: Callable[[], Any]  # () -> VecEnv
+    actor_factory: Callable[[torch.device], nn.Module]
+    device: str
+    replay: dict[str, torch.Tensor]
+    replay_layout: ReplayLayout
+    board_slots: torch.Tensor
+    board_layout: list[Entry]
+    control: ControlBlock
+    env_steps_per_sync: int
+    start_iteration: int
+    explore_seed: int
+    learner_pid: int
+    torch_threads: int = 0
+    delay_ms: float = 0.0
+
+
+def _die_with_parent() -> None:
+    # Linux: the kernel kills us when the learner dies, even by SIGKILL; the ppid poll below covers
+    # the rest (and the window before prctl ran)
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
+
+def collector_main(args: CollectorArgs) -> None:
+    """Entry point of the spawned process."""
+    _die_with_parent()
+    # Ctrl-C reaches the whole process group; the learner owns shutdown and tells us through STOP
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    control = args.control
+    control.set(COLLECTOR_PID, os.getpid())
+    try:
+        _run(args)
+    except StopRequested:
+        pass
+    except BaseException:  # noqa: BLE001 - everything goes to the learner, then we exit non-zero
+        control.write_error(f"collector failed in phase '{control.phase()}':\n{format_exception()}")
+        sys.stderr.write(control.read_error() + "\n")
+        sys.exit(1)
+    control.set_phase("stopped")
+
+
+def _learner_alive(pid: int) -> Callable[[], str | None]:
+    def check() -> str | None:
+        if os.getppid() != pid:
+            return f"learner (pid {pid}) exited"
+        return None
+
+    return check
+
+
+def _run(args: CollectorArgs) -> None:
+    control = args.control
+    if args.torch_threads > 0:
+        torch.set_num_threads(args.torch_threads)
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    control.set_phase("building env")
+    env = args.env_factory()
+    actor = args.actor_factory(device)
+    actor.eval()
+    ring = ReplayRing(args.replay, args.replay_layout)
+    board = WeightBoard(args.board_slots, args.board_layout)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(args.explore_seed)
+    timer = PhaseTimer(device)
+    learner_alive = _learner_alive(args.learner_pid)
+    stop = lambda: control.get(STOP) == 1  # noqa: E731
+    s = args.env_steps_per_sync
+
+    obs = _to(env.reset(), device)
+    control.set(COLLECTOR_READY, 1)
+    k = args.start_iteration
+    while True:
+        control.set_phase("waiting for weights")
+        waited = wait_until(lambda: control.get(WEIGHTS_VERSION) >= k, learner_alive, "waiting for weights", stop)
+        if stop():
+            return
+        t_iter = time.perf_counter()
+        board.load_into(actor, k)
+        control.set_phase("stepping")
+        acc = _EpisodeAccumulator(device)
+        for j in range(s):
+            tick = k * s + j
+            with torch.no_grad():
+                with timer.phase("collector_inference_ms"):
+                    action = actor.explore(obs["actor"], gen)
+                with timer.phase("collector_env_step_ms"):
+                    next_obs, reward, terminated, truncated, info = env.step(action.to(env.device))
+                next_obs, reward = _to(next_obs, device), reward.to(device)
+                terminated, truncated = terminated.to(device), truncated.to(device)
+                final_obs = _to(info["final_obs"], device)
+                with timer.phase("collector_replay_write_ms"):
+                    ring.write(tick, obs, action, reward, final_obs, terminated.float())
+                acc.add(reward, terminated | truncated, info, device)
+            obs = next_obs
+        if args.delay_ms > 0:
+            time.sleep(args.delay_ms / 1e3)
+        # the publish: rows must be in memory before the learner may read them
+        sync(device)
+        stats = timer.collect()
+        stats["collector_learner_wait_ms"] = waited * 1e3
+        stats["collector_iteration_ms"] = (time.perf_counter() - t_iter) * 1e3
+        backend_ms = getattr(env, "backend_step_ms", None)
+        if callable(backend_ms):
+            stats["collector_backend_step_ms"] = float(backend_ms())
+        stats.update(acc.result())
+        control.write_stats(k, stats)
+        control.set(TICKS_WRITTEN, (k + 1) * s)
+        k += 1
+
+
+def _to(obs: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {key: v.to(device) for key, v in obs.items()}
+
+
+class _EpisodeAccumulator:
+    """Sums over finished episodes, kept on the device until the iteration's sync."""
+
+    def __init__(self, device: torch.device) -> None:
+        z = lambda: torch.zeros((), dtype=torch.float64, device=device)  # noqa: E731
+        self.episodes, self.ret, self.length, self.reward, self.nan = z(), z(), z(), z(), z()
+
+    def add(self, reward: torch.Tensor, done: torch.Tensor, info: dict, device: torch.device) -> None:
+        d = done.to(torch.float64)
+        self.episodes += d.sum()
+        self.ret += (info["episode_return"].to(device, torch.float64) * d).sum()
+        self.length += (info["episode_length"].to(device, torch.float64) * d).sum()
+        self.reward += reward.to(torch.float64).mean()
+        if "nan_resets" in info:
+            self.nan += info["nan_resets"].to(device, torch.float64)
+
+    def result(self) -> dict[str, float]:
+        return {
+            "episodes": float(self.episodes),
+            "episode_return_sum": float(self.ret),
+            "episode_length_sum": float(self.length),
+            "reward_sum": float(self.reward),
+            "nan_resets": float(self.nan),
+        }

@@ -1,0 +1,137 @@
+"""The control block: small CPU shared-memory counters and per-iteration collector statistics.
+
+Counters only move forward and each has one writer, so plain stores are enough: the learner writes
+`weights_version` and `stop`; the collector writes everything else. A writer finishes the GPU work a
+counter announces (stream sync) before it stores the counter.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+# int64 slots of the control block
+TICKS_WRITTEN = 0  # collector: every tick < this is in replay
+WEIGHTS_VERSION = 1  # learner: W_v is readable in board slot v % 2
+STOP = 2  # learner: 1 = collector should exit
+COLLECTOR_READY = 3  # collector: env and actor built
+COLLECTOR_FAILED = 4  # collector: 1 = it raised; message in the error buffer
+COLLECTOR_PHASE = 5  # collector: what it is doing (a Phase value), for error messages
+COLLECTOR_PID = 6
+N_SLOTS = 8
+
+# collector statistics, one row per iteration parity (iteration k writes row k % 2)
+STAT_FIELDS = (
+    "iteration",
+    "collector_env_step_ms",
+    "collector_backend_step_ms",
+    "collector_inference_ms",
+    "collector_replay_write_ms",
+    "collector_learner_wait_ms",
+    "collector_iteration_ms",
+    "episodes",
+    "episode_return_sum",
+    "episode_length_sum",
+    "reward_sum",
+    "nan_resets",
+)
+STAT = {name: i for i, name in enumerate(STAT_FIELDS)}
+
+COLLECTOR_PHASES = ("starting", "building env", "waiting for weights", "stepping", "stopped")
+
+ERROR_BYTES = 8192
+
+
+@dataclass
+class ControlBlock:
+    counters: torch.Tensor  # [N_SLOTS] int64, shared
+    stats: torch.Tensor  # [2, len(STAT_FIELDS)] float64, shared
+    error: torch.Tensor  # [ERROR_BYTES] uint8, shared
+
+    @classmethod
+    def allocate(cls) -> "ControlBlock":
+        block = cls(
+            counters=torch.zeros(N_SLOTS, dtype=torch.int64),
+            stats=torch.zeros((2, len(STAT_FIELDS)), dtype=torch.float64),
+            error=torch.zeros(ERROR_BYTES, dtype=torch.uint8),
+        )
+        for t in (block.counters, block.stats, block.error):
+            t.share_memory_()
+        return block
+
+    def get(self, slot: int) -> int:
+        return int(self.counters[slot])
+
+    def set(self, slot: int, value: int) -> None:
+        self.counters[slot] = value
+
+    def set_phase(self, phase: str) -> None:
+        self.set(COLLECTOR_PHASE, COLLECTOR_PHASES.index(phase))
+
+    def phase(self) -> str:
+        return COLLECTOR_PHASES[self.get(COLLECTOR_PHASE)]
+
+    def write_error(self, message: str) -> None:
+        data = message.encode("utf-8", "replace")[: ERROR_BYTES - 1]
+        self.error.zero_()
+        self.error[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        self.set(COLLECTOR_FAILED, 1)
+
+    def read_error(self) -> str:
+        raw = bytes(self.error.numpy().tobytes()).rstrip(b"\0")
+        return raw.decode("utf-8", "replace")
+
+    def write_stats(self, iteration: int, values: dict[str, float]) -> None:
+        row = self.stats[iteration % 2]
+        row[STAT["iteration"]] = iteration
+        for k, v in values.items():
+            row[STAT[k]] = v
+
+    def read_stats(self, iteration: int) -> dict[str, float] | None:
+        row = self.stats[iteration % 2]
+        if int(row[STAT["iteration"]]) != iteration:
+            return None
+        return {k: float(row[i]) for i, k in enumerate(STAT_FIELDS)}
+
+
+class PeerDied(RuntimeError):
+    """The other process of the duo is gone."""
+
+
+class StopRequested(Exception):
+    """A stop (SIGINT/SIGTERM or the learner's stop flag) arrived while waiting."""
+
+
+def wait_until(
+    ready: Callable[[], bool],
+    peer_alive: Callable[[], str | None],
+    what: str,
+    stop_requested: Callable[[], bool] = lambda: False,
+) -> float:
+    """Spin-then-sleep until `ready()`; between polls check the peer (`peer_alive` returns None while
+    alive, else a description of its death) and stop requests. No clock deadline: compile and capture
+    times are unbounded, so only a dead peer or a stop ends a wait early. Returns the seconds waited."""
+    t0 = time.perf_counter()
+    spins = 0
+    while not ready():
+        death = peer_alive()
+        if death is not None:
+            raise PeerDied(f"{death} while {what}")
+        if stop_requested():
+            raise StopRequested(what)
+        spins += 1
+        # tight polling first (iterations can be sub-millisecond on a GPU), then back off to 1 ms
+        if spins > 2000:
+            time.sleep(0.001)
+        elif spins > 200:
+            time.sleep(0)
+    return time.perf_counter() - t0
+
+
+def format_exception() -> str:
+    return f"[pid {os.getpid()}] " + traceback.format_exc()

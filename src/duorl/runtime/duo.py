@@ -1,0 +1,353 @@
+"""One duo: the learner loop in this process and a spawned collector process (DESIGN.md §3).
+
+Learner iteration k: wait until every tick < k*s is in replay, train `updates_per_step` updates on
+ticks the collector cannot be writing, publish W_{k+1}. Collector iteration k runs with W_k. The policy
+lag is exactly one iteration and results do not depend on process timing.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+from duorl.envs.base import EnvSpec
+from duorl.runtime.collector import CollectorArgs, collector_main
+from duorl.runtime.control import (
+    COLLECTOR_FAILED,
+    COLLECTOR_READY,
+    STOP,
+    TICKS_WRITTEN,
+    WEIGHTS_VERSION,
+    ControlBlock,
+    PeerDied,
+    StopRequested,
+    wait_until,
+)
+from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readable_window
+from duorl.runtime.timing import PhaseTimer, sync
+from duorl.runtime.weights import WeightBoard
+
+POLICY_LAG_ITERATIONS = 1
+
+
+@dataclass(frozen=True)
+class DuoSettings:
+    device: str
+    num_envs: int
+    env_steps_per_sync: int
+    buffer_size: int  # ring capacity in ticks
+    max_iterations: int
+    learning_starts: int  # ticks in replay before the first update
+    updates_per_step: int
+    save_interval: int
+    log_interval: int
+    explore_seed: int
+    replay_seed: int
+    torch_threads: int = 0
+    collector_delay_ms: float = 0.0
+    learner_delay_ms: float = 0.0
+    check_replay_window: bool = False
+
+
+class Reporter(Protocol):
+    """Where the loop's results go (the run directory); the runtime knows no file layout."""
+
+    def started(self, manifest: dict[str, Any]) -> None: ...
+
+    def log(self, iteration: int, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None: ...
+
+    def checkpoint(self, iteration: int, env_steps: int, final: bool) -> None: ...
+
+
+@dataclass
+class DuoResult:
+    status: str  # completed | interrupted | failed
+    iterations: int  # learner iterations finished
+    env_steps: int
+    wall_s: float
+    error: str | None = None
+    last_metrics: dict[str, float] = field(default_factory=dict)
+    replay_window_violations: int = 0
+    replay_samples_checked: int = 0
+
+
+class _StopFlag:
+    """SIGINT/SIGTERM set a flag the loop checks at every wait and iteration boundary; a second
+    SIGINT interrupts at once."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> "_StopFlag":
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread: leave signals alone
+                pass
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signal is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.signal = signum
+
+    def __call__(self) -> bool:
+        return self.signal is not None
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+class Duo:
+    def __init__(
+        self,
+        settings: DuoSettings,
+        spec: EnvSpec,
+        learner: Any,
+        env_factory: Callable[[], Any],
+        actor_factory: Callable[[torch.device], nn.Module],
+        reporter: Reporter,
+    ) -> None:
+        s = settings
+        if s.buffer_size < 2 * s.env_steps_per_sync:
+            raise ValueError(
+                f"algo.buffer_size={s.buffer_size} must be >= 2 * training.env_steps_per_sync="
+                f"{2 * s.env_steps_per_sync}: the ring holds the ticks being written plus a readable window"
+            )
+        self.s = settings
+        self.spec = spec
+        self.learner = learner
+        self.env_factory = env_factory
+        self.actor_factory = actor_factory
+        self.reporter = reporter
+        self.device = torch.device(settings.device)
+        self.process: mp.Process | None = None
+        self._done_iterations = 0
+
+    # -- setup ---------------------------------------------------------------------------------
+    def _allocate(self) -> None:
+        s, spec = self.s, self.spec
+        self.layout = ReplayLayout(s.num_envs, s.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
+        self.ring = ReplayRing.allocate(self.layout, self.device)
+        self.board = WeightBoard.allocate(self.learner.actor, self.device)
+        self.control = ControlBlock.allocate()
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(s.replay_seed)
+        self.sampler = ReplaySampler(self.ring, gen, check_window=s.check_replay_window)
+
+    def _spawn_collector(self, start_iteration: int) -> None:
+        s = self.s
+        args = CollectorArgs(
+            env_factory=self.env_factory,
+            actor_factory=self.actor_factory,
+            device=s.device,
+            replay=self.ring.t,
+            replay_layout=self.layout,
+            board_slots=self.board.slots,
+            board_layout=self.board.layout,
+            control=self.control,
+            env_steps_per_sync=s.env_steps_per_sync,
+            start_iteration=start_iteration,
+            explore_seed=s.explore_seed,
+            learner_pid=os.getpid(),
+            torch_threads=s.torch_threads,
+            delay_ms=s.collector_delay_ms,
+        )
+        ctx = mp.get_context("spawn")
+        # daemon: multiprocessing terminates it if this process exits on an unhandled path
+        self.process = ctx.Process(target=collector_main, args=(args,), name="duorl-collector", daemon=True)
+        self.process.start()
+
+    def _collector_alive(self) -> str | None:
+        p = self.process
+        assert p is not None
+        if self.control.get(COLLECTOR_FAILED):
+            return f"collector (pid {p.pid}) failed: {self.control.read_error().strip()}"
+        if not p.is_alive():
+            p.join(timeout=0.1)
+            code = p.exitcode
+            how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+            return f"collector (pid {p.pid}) {how} in phase '{self.control.phase()}'"
+        return None
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self) -> DuoResult:
+        s = self.s
+        t_start = time.perf_counter()
+        self._allocate()
+        start = 0
+        k = start
+        status, error = "completed", None
+        last: dict[str, float] = {}
+        with _StopFlag() as stop:
+            try:
+                self.board.publish(self.learner.actor, start)
+                sync(self.device)
+                self.control.set(WEIGHTS_VERSION, start)
+                self._spawn_collector(start)
+                assert self.process is not None
+                wait_until(
+                    lambda: self.control.get(COLLECTOR_READY) == 1,
+                    self._collector_alive,
+                    "the learner waited for the collector to build its env",
+                    stop,
+                )
+                self.reporter.started(self._manifest())
+                last = self._loop(start, stop, t_start)
+            except StopRequested:
+                status = "interrupted"
+            except PeerDied as e:
+                status, error = "failed", str(e)
+            except KeyboardInterrupt:
+                status = "interrupted"
+            except BaseException as e:
+                self._shutdown()
+                raise e
+            finally:
+                k = self._done_iterations
+        self._shutdown()
+        if status == "completed" and stop():
+            status = "interrupted"
+        env_steps = self.control.get(TICKS_WRITTEN) * s.num_envs
+        self.reporter.checkpoint(k, env_steps, final=True)
+        return DuoResult(
+            status=status,
+            iterations=k,
+            env_steps=env_steps,
+            wall_s=time.perf_counter() - t_start,
+            error=error,
+            last_metrics=last,
+            replay_window_violations=self.sampler.violations,
+            replay_samples_checked=self.sampler.samples_checked,
+        )
+
+    def _loop(self, start: int, stop: _StopFlag, t_start: float) -> dict[str, float]:
+        s = self.s
+        n, sps = s.num_envs, s.env_steps_per_sync
+        timer = PhaseTimer(self.device)
+        episodes: collections.deque[tuple[float, float, float]] = collections.deque()
+        nan_resets = 0.0
+        last_log_wall, last_log_steps = time.perf_counter(), 0
+        iter_ms_sum, wait_ms_sum, publish_ms_sum, iters_in_log = 0.0, 0.0, 0.0, 0
+        metrics_dev: dict[str, torch.Tensor] = {}
+        last: dict[str, float] = {}
+        for k in range(start, s.max_iterations):
+            if stop():
+                break
+            t_iter = time.perf_counter()
+            hi = k * sps
+            waited = wait_until(
+                lambda: self.control.get(TICKS_WRITTEN) >= hi,
+                self._collector_alive,
+                f"the learner waited for ticks < {hi} (iteration {k})",
+                stop,
+            )
+            cstats = self.control.read_stats(k - 1) if k > 0 else None
+            if k > 0:
+                new_a, new_c = self.ring.ticks_obs((k - 1) * sps, hi)
+                self.learner.observe(new_a, new_c)
+            if hi >= max(s.learning_starts, 1) and s.updates_per_step > 0:
+                lo, hi = readable_window(k, sps, s.buffer_size)
+                self.sampler.set_window(lo, hi)
+                with timer.phase("learner_train_ms"):
+                    metrics_dev = self.learner.train_iteration(self.sampler.sample, s.updates_per_step)
+            if s.learner_delay_ms > 0:
+                time.sleep(s.learner_delay_ms / 1e3)
+            t_pub = time.perf_counter()
+            if k == s.max_iterations - 1:
+                # no collector iteration needs W_max: let the collector stop instead of running it
+                self.control.set(STOP, 1)
+            self.board.publish(self.learner.actor, k + 1)
+            sync(self.device)  # the publish: weights are in memory before the version says so
+            self.control.set(WEIGHTS_VERSION, k + 1)
+            t_end = time.perf_counter()
+            self._done_iterations = k + 1
+            publish_ms_sum += (t_end - t_pub) * 1e3
+            iter_ms_sum += (t_end - t_iter) * 1e3
+            wait_ms_sum += waited * 1e3
+            iters_in_log += 1
+            if cstats is not None:
+                episodes.append((cstats["episodes"], cstats["episode_return_sum"], cstats["episode_length_sum"]))
+                # keep the most recent window that still holds at least num_envs finished episodes
+                while len(episodes) > 1 and sum(e[0] for e in episodes) - episodes[0][0] >= n:
+                    episodes.popleft()
+                nan_resets += cstats["nan_resets"]
+
+            if (k + 1) % s.log_interval == 0 or k == s.max_iterations - 1:
+                now = time.perf_counter()
+                env_steps = self.control.get(TICKS_WRITTEN) * n
+                m: dict[str, float] = {
+                    "Perf/iteration_ms": iter_ms_sum / iters_in_log,
+                    "Perf/learner_collector_wait_ms": wait_ms_sum / iters_in_log,
+                    "Perf/weight_publish_ms": publish_ms_sum / iters_in_log,
+                    "Perf/env_steps_per_s": (env_steps - last_log_steps) / max(now - last_log_wall, 1e-9),
+                }
+                train_ms = timer.collect().get("learner_train_ms")
+                if train_ms is not None:
+                    m["Perf/learner_train_ms"] = train_ms / iters_in_log
+                if cstats is not None:
+                    for key in (
+                        "collector_env_step_ms",
+                        "collector_backend_step_ms",
+                        "collector_inference_ms",
+                        "collector_replay_write_ms",
+                        "collector_learner_wait_ms",
+                        "collector_iteration_ms",
+                    ):
+                        m[f"Perf/{key}"] = cstats[key]
+                    m["Train/mean_reward"] = cstats["reward_sum"] / sps
+                    m["Train/nan_resets"] = nan_resets
+                done = sum(e[0] for e in episodes)
+                if done > 0:
+                    m["Train/mean_episode_return"] = sum(e[1] for e in episodes) / done
+                    m["Train/mean_episode_length"] = sum(e[2] for e in episodes) / done
+                for key, v in metrics_dev.items():
+                    m[key] = float(v)  # one sync per log, outside the update
+                self.reporter.log(k + 1, env_steps, now - t_start, m)
+                last = m
+                last_log_wall, last_log_steps = now, env_steps
+                iter_ms_sum = wait_ms_sum = publish_ms_sum = 0.0
+                iters_in_log = 0
+            if (k + 1) % s.save_interval == 0 and k + 1 < s.max_iterations:
+                self.reporter.checkpoint(k + 1, self.control.get(TICKS_WRITTEN) * n, final=False)
+        return last
+
+    def _manifest(self) -> dict[str, Any]:
+        assert self.process is not None
+        return {
+            "topology": "duo",
+            "learner_pid": os.getpid(),
+            "collector_pid": self.process.pid,
+            "device": str(self.device),
+            "policy_lag_iterations": POLICY_LAG_ITERATIONS,
+            "env_steps_per_sync": self.s.env_steps_per_sync,
+            "replay_capacity_transitions": self.layout.transitions,
+            "replay_bytes": self.layout.nbytes(),
+            "weight_board_floats": int(self.board.slots.shape[1]),
+        }
+
+    def _shutdown(self) -> None:
+        """Stop the collector; never leave it behind."""
+        if not hasattr(self, "control"):
+            return
+        self.control.set(STOP, 1)
+        p = self.process
+        if p is None:
+            return
+        p.join(timeout=30)
+        if p.is_alive():
+            p.terminate()
+            p.join(timeout=5)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=5)

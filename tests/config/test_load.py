@@ -1,0 +1,247 @@
+"""load_config(): layering, override types, error wrapping, serialisation."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+import yaml
+from omegaconf import OmegaConf
+
+import duorl.config.load as load_mod
+from duorl.config import Config, ConfigError, config_hash, config_to_dict, load_config
+from duorl.config.catalog import DEFAULTS_DIR
+from duorl.config.schema import AlgoConfig, TrainingConfig
+
+ALGO, TASK = "sac", "pendulum_swingup"
+
+
+def _error(overrides: list[str], **kw: object) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        load_config(kw.get("algo", ALGO), kw.get("task", TASK), kw.get("sim", "mujoco"), overrides)  # type: ignore[arg-type]
+    return info.value
+
+
+def test_returns_a_plain_picklable_dataclass() -> None:
+    cfg = load_config(ALGO, TASK, "mujoco", [])
+    assert type(cfg) is Config and type(cfg.training) is TrainingConfig and type(cfg.algo) is AlgoConfig
+    assert type(cfg.algo.actor_hidden_dims) is list
+    assert pickle.loads(pickle.dumps(cfg)) == cfg
+    assert (cfg.algo.name, cfg.task.name, cfg.sim.name) == (ALGO, TASK, "mujoco")
+
+
+def test_shipped_pendulum_defaults() -> None:
+    cfg = load_config(ALGO, TASK, "mujoco", [])
+    assert cfg.training.num_envs == 16  # task YAML beats sac.yaml's 4096
+    assert cfg.algo.batch_size == 256 and cfg.algo.gamma == 0.99
+    assert cfg.algo.actor_hidden_dims == [256, 256] and cfg.algo.v_max == 110.0
+    assert cfg.algo.alpha_init == 0.1  # from algo_by_name.sac
+    assert cfg.algo.num_atoms == 101  # from sac.yaml, untouched by the task
+
+
+def test_override_types() -> None:
+    cfg = load_config(ALGO, TASK, "mujoco", [
+        "training.devices=[cpu]", "algo.gamma=0.9", "algo.v_min=-5", "algo.actor_hidden_dims=[64,32]",
+        "training.log_dir=/tmp/run x", "training.cuda_process_sharing=null", "training.progress=false",
+        "task.max_episode_steps=100", "algo.algo_params.dp_whole_cycle_cuda_graph=false", "algo.batch_size=64",
+    ])
+    assert cfg.training.devices == ["cpu"]
+    assert cfg.algo.gamma == 0.9 and type(cfg.algo.v_min) is float and cfg.algo.v_min == -5.0
+    assert cfg.algo.actor_hidden_dims == [64, 32] and all(type(d) is int for d in cfg.algo.actor_hidden_dims)
+    assert cfg.training.log_dir == "/tmp/run x"
+    assert cfg.training.cuda_process_sharing is None and cfg.training.progress is False
+    assert cfg.task.max_episode_steps == 100 and cfg.algo.algo_params.dp_whole_cycle_cuda_graph is False
+    assert type(cfg.algo.batch_size) is int and cfg.algo.batch_size == 64
+
+
+def test_later_override_wins_and_interpolation_resolves() -> None:
+    cfg = load_config(ALGO, TASK, "mujoco", ["algo.batch_size=64", "algo.batch_size=32", "algo.critic_lr=${algo.actor_lr}"])
+    assert cfg.algo.batch_size == 32 and cfg.algo.critic_lr == cfg.algo.actor_lr
+
+
+def test_layering_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """schema < algo YAML < task YAML `algo` < task YAML `algo_by_name.<algo>` < overrides."""
+    algo_file = tmp_path / "a.yaml"
+    task_file = tmp_path / "t.yaml"
+    algo_file.write_text(yaml.safe_dump({
+        "training": {"num_envs": 100, "seed": 5},
+        "algo": {"batch_size": 100, "tau": 0.1, "gamma": 0.9, "num_atoms": 11},
+    }))
+    task_file.write_text(yaml.safe_dump({
+        "training": {"num_envs": 200},
+        "algo": {"batch_size": 200, "tau": 0.2},
+        "algo_by_name": {"sac": {"tau": 0.3}, "flashsac": {"gamma": 0.5}},
+    }))
+    monkeypatch.setattr(load_mod, "algo_yaml", lambda name: algo_file)
+    monkeypatch.setattr(load_mod, "task_yaml", lambda name: task_file)
+    cfg = load_config(ALGO, TASK, "mujoco", ["algo.num_atoms=21"])
+    assert cfg.algo.policy_frequency == Config().algo.policy_frequency  # schema
+    assert cfg.training.seed == 5 and cfg.algo.gamma == 0.9  # algo YAML (flashsac entry not applied)
+    assert cfg.training.num_envs == 200 and cfg.algo.batch_size == 200  # task YAML beats algo YAML
+    assert cfg.algo.tau == 0.3  # algo_by_name beats the task's generic algo section
+    assert cfg.algo.num_atoms == 21  # override beats everything
+
+
+def test_missing_task_yaml_is_fine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(load_mod, "task_yaml", lambda name: tmp_path / "absent.yaml")
+    cfg = load_config(ALGO, TASK, "mujoco", ["training.num_envs=8", "algo.batch_size=32"])
+    assert cfg.algo.gamma == 0.97  # sac.yaml alone
+
+
+@pytest.mark.parametrize("path", sorted(DEFAULTS_DIR.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_shipped_yaml_matches_the_schema(path: Path) -> None:
+    data = yaml.safe_load(path.read_text())
+    by_name = data.pop("algo_by_name", {}) or {}
+    merged = OmegaConf.merge(OmegaConf.structured(Config), data)
+    for section in by_name.values():
+        OmegaConf.merge(merged, {"algo": section})
+    if path.parent.name == "algo":
+        assert data["algo"]["name"] == path.stem
+
+
+def test_placeholder_algo_yaml_settings(tmp_path: Path) -> None:
+    for name in ("flashsac", "warpsac"):
+        data = yaml.safe_load((DEFAULTS_DIR / "algo" / f"{name}.yaml").read_text())
+        assert data["training"]["num_envs"] == 1024
+        assert (data["algo"]["batch_size"], data["algo"]["updates_per_step"], data["algo"]["policy_frequency"]) == (2048, 2, 2)
+
+
+# --- sim / algo / task names -----------------------------------------------------------------------
+
+
+def test_sim_none_picks_best_backend() -> None:
+    assert load_config(ALGO, TASK, None, []).sim.name == "mujoco"  # conftest: no CUDA
+
+
+def test_sim_override_without_flag_is_accepted() -> None:
+    assert load_config(ALGO, TASK, None, ["sim.name=mjwarp"]).sim.name == "mjwarp"
+
+
+@pytest.mark.parametrize(("override", "key", "flag"), [
+    ("sim.name=mjwarp", "sim.name", "--sim"),
+    ("algo.name=flashsac", "algo.name", "--algo"),
+    ("task.name=g1_walk_flat", "task.name", "--task"),
+])
+def test_names_are_chosen_by_flags(override: str, key: str, flag: str) -> None:
+    e = _error([override])
+    assert e.key == key and flag in e.fix
+
+
+def test_name_override_equal_to_flag_is_harmless() -> None:
+    cfg = load_config(ALGO, TASK, "mujoco", ["algo.name=sac", "task.name=pendulum_swingup", "sim.name=mujoco"])
+    assert cfg.algo.name == "sac"
+
+
+# --- wrapped OmegaConf / parse errors ------------------------------------------------------------
+
+
+def test_unknown_key_lists_close_matches() -> None:
+    e = _error(["training.num_env=5"])
+    assert e.key == "training.num_env" and "unknown key" in str(e)
+    assert "training.num_envs" in e.allowed and e.fix == "use training.num_envs=5"
+    e = _error(["num_envs=5"])  # section forgotten
+    assert "training.num_envs" in e.allowed
+    e = _error(["algo.bach_size=5"])
+    assert "algo.batch_size" in e.allowed
+    e = _error(["zzz=1"])
+    assert e.key == "zzz" and "schema" in e.fix
+    e = _error(["training.x=1"])  # the shared section prefix alone is no match
+    assert "training.seed" not in e.allowed
+    e = _error(["algo.algo_param.whole_cycle_cuda_graph=false"])  # section typo
+    assert "algo.algo_params.whole_cycle_cuda_graph" in e.allowed
+
+
+@pytest.mark.parametrize(("override", "key", "expected"), [
+    ("algo.batch_size=abc", "algo.batch_size", "int"),
+    ("algo.batch_size=1.5", "algo.batch_size", "int"),
+    ("algo.gamma=high", "algo.gamma", "float"),
+    ("training.devices=0", "training.devices", "[cpu]"),
+    ("algo.actor_hidden_dims=[a]", "algo.actor_hidden_dims", "list[int]"),
+    ("training.no_play=maybe", "training.no_play", "bool"),
+    ("task.max_episode_steps=x", "task.max_episode_steps", "int or null"),
+])
+def test_wrong_type_names_expected_type(override: str, key: str, expected: str) -> None:
+    e = _error([override])
+    assert e.key == key and "wrong type" in str(e) and expected in e.allowed
+    assert f"{key}=" in e.fix  # with an example
+
+
+def test_error_quotes_the_value_as_typed() -> None:
+    assert str(_error(["algo.batch_size=abc"])).startswith("algo.batch_size=abc: ")
+    assert str(_error(["algo.actor_hidden_dims=[a]"])).startswith("algo.actor_hidden_dims=[a]: ")
+
+
+@pytest.mark.parametrize("item", ["foo", "=3", "algo.batch_size"])
+def test_malformed_override(item: str) -> None:
+    e = _error([item])
+    assert "malformed override" in str(e) and "key=value" in e.allowed and "=<value>" in e.fix
+
+
+def test_list_element_override_is_refused() -> None:
+    e = _error(["algo.actor_hidden_dims[0]=5"])
+    assert "one list element" in str(e) and "algo.actor_hidden_dims=[256,256]" in e.fix
+
+
+def test_list_and_mapping_mismatch() -> None:
+    e = _error(["algo.actor_hidden_dims={a: 1}"])
+    assert e.key == "algo.actor_hidden_dims"
+
+
+def test_names_cannot_reach_other_files() -> None:
+    assert _error([], task="../algo/sac").key == "task.name"
+    assert _error([], algo="../task/pendulum_swingup").key == "algo.name"
+
+
+def test_algo_by_name_typo_in_task_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "t.yaml"
+    bad.write_text("algo_by_name:\n  sack: {tau: 0.1}\n")
+    monkeypatch.setattr(load_mod, "task_yaml", lambda name: bad)
+    e = _error([])
+    assert e.key == "algo_by_name" and "sack" in str(e) and str(bad) in str(e)
+
+
+def test_section_assigned_a_value() -> None:
+    e = _error(["training.nan_guard=3"])
+    assert e.key == "training.nan_guard" and "section" in str(e)
+    assert "training.nan_guard.enabled=" in e.fix
+
+
+def test_unparsable_value_and_bad_interpolation() -> None:
+    e = _error(["algo.actor_hidden_dims=[1,"])
+    assert e.key == "algo.actor_hidden_dims" and "cannot parse" in str(e)
+    e = _error(["algo.gamma=${nope}"])
+    assert e.key == "algo.gamma" and "interpolation" in str(e)
+
+
+def test_bad_yaml_file_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("algo:\n  batchsize: 5\n")
+    monkeypatch.setattr(load_mod, "task_yaml", lambda name: bad)
+    e = _error([])
+    assert e.key == "algo.batchsize" and str(bad) in str(e) and "algo.batch_size" in e.allowed
+    bad.write_text("algo: [1, 2\n")
+    e = _error([])
+    assert "malformed YAML" in str(e) and str(bad) in str(e)
+    bad.write_text("algo:\n  batch_size: many\n")
+    assert _error([]).key == "algo.batch_size"
+
+
+# --- serialisation -------------------------------------------------------------------------------
+
+
+def test_config_to_dict_is_json_ready() -> None:
+    cfg = load_config(ALGO, TASK, "mujoco", ["training.devices=[cpu]"])
+    d = config_to_dict(cfg)
+    assert json.loads(json.dumps(d)) == d
+    assert d["training"]["devices"] == ["cpu"] and d["algo"]["algo_params"]["whole_cycle_cuda_graph"] is None
+
+
+def test_config_hash_is_stable_and_sensitive() -> None:
+    a = load_config(ALGO, TASK, "mujoco", [])
+    b = load_config(ALGO, TASK, "mujoco", [])
+    c = load_config(ALGO, TASK, "mujoco", ["training.seed=2"])
+    assert config_hash(a) == config_hash(b) == config_hash(pickle.loads(pickle.dumps(a)))
+    assert config_hash(a) != config_hash(c)
+    assert len(config_hash(a)) == 16 and int(config_hash(a), 16) >= 0

@@ -1,0 +1,227 @@
+"""validate(): every bad value is a ConfigError naming the key, the value and the fix, before any build."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+
+import pytest
+
+import duorl.config.devices as devices
+from duorl.config import Config, ConfigError, load_config, resolve_device
+from duorl.config.validate import validate
+from duorl.config.catalog import available_tasks, yaml_task_names
+
+ALGO, TASK = "sac", "pendulum_swingup"
+
+
+def _error(overrides: list[str], sim: str | None = "mujoco", algo: str = ALGO, task: str = TASK) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        load_config(algo, task, sim, overrides)
+    return info.value
+
+
+# (overrides, key the message must name, a substring of the fix)
+INVALID = [
+    (["training.num_envs=0"], "training.num_envs", "training.num_envs=1"),
+    (["training.env_steps_per_sync=0"], "training.env_steps_per_sync", "training.env_steps_per_sync=1"),
+    (["algo.batch_size=0"], "algo.batch_size", "algo.batch_size=1"),
+    (["algo.updates_per_step=-1"], "algo.updates_per_step", "algo.updates_per_step=0"),
+    (["algo.policy_frequency=0"], "algo.policy_frequency", "algo.policy_frequency=1"),
+    (["algo.gamma=0"], "algo.gamma", "algo.gamma=0.99"),
+    (["algo.gamma=1.0"], "algo.gamma", "algo.gamma=0.99"),
+    (["algo.gamma=nan"], "algo.gamma", "finite"),
+    (["algo.tau=0"], "algo.tau", "algo.tau="),
+    (["algo.tau=1.5"], "algo.tau", "algo.tau="),
+    (["algo.actor_lr=0"], "algo.actor_lr", "> 0"),
+    (["algo.critic_lr=-1e-3"], "algo.critic_lr", "> 0"),
+    (["algo.alpha_lr=0"], "algo.alpha_lr", "> 0"),
+    (["algo.num_atoms=1"], "algo.num_atoms", "algo.num_atoms=2"),
+    (["algo.v_min=5", "algo.v_max=5"], "algo.v_min", "algo.v_max="),
+    (["algo.buffer_size=3", "training.env_steps_per_sync=2"], "algo.buffer_size", "raise algo.buffer_size"),
+    (["algo.learning_starts=-1"], "algo.learning_starts", "algo.learning_starts=0"),
+    (["algo.max_iterations=0"], "algo.max_iterations", "algo.max_iterations=1"),
+    (["algo.save_interval=0"], "algo.save_interval", "algo.save_interval=1"),
+    (["training.log_interval=0"], "training.log_interval", "training.log_interval=1"),
+    (["algo.actor_hidden_dims=[]"], "algo.actor_hidden_dims", "algo.actor_hidden_dims=[256,256]"),
+    (["algo.critic_hidden_dims=[256,0]"], "algo.critic_hidden_dims", "algo.critic_hidden_dims=[256,256]"),
+    (["algo.log_std_min=0", "algo.log_std_max=0"], "algo.log_std_min", "algo.log_std_max="),
+    (["training.dp_gradient_wire_dtype=float16"], "training.dp_gradient_wire_dtype", "=float32"),
+    (["training.cuda_process_sharing=nvidia"], "training.cuda_process_sharing", "=null"),
+    (["training.seed=-1"], "training.seed", "training.seed=0"),
+    (["training.seed=5000000000"], "training.seed", "training.seed=1"),
+    (["sim.nthread=-1"], "sim.nthread", "sim.nthread=0"),
+    (["debug.collector_delay_ms=-1"], "debug.collector_delay_ms", ">= 0"),
+    (["debug.learner_delay_ms=-0.5"], "debug.learner_delay_ms", ">= 0"),
+    (["task.max_episode_steps=0"], "task.max_episode_steps", "task.max_episode_steps=1000"),
+    (["training.torch_threads=-2"], "training.torch_threads", "training.torch_threads=0"),
+    (["algo.weight_decay=-0.1"], "algo.weight_decay", ">= 0"),
+    (["algo.alpha_init=0"], "algo.alpha_init", "> 0"),
+    (["training.devices=[]"], "training.devices", "training.devices=[cpu]"),
+    (["training.devices=[gpu0]"], "training.devices", "training.devices=[0]"),
+    (["training.devices=[-1]"], "training.devices", "training.devices=[0]"),
+    (["training.devices=[cuda]"], "training.devices", "training.devices=[0]"),
+    (["training.devices=[true]"], "training.devices", "training.devices=[0]"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "key", "fix"), INVALID, ids=[" ".join(c[0]) for c in INVALID])
+def test_invalid_value_names_key_value_and_fix(overrides: list[str], key: str, fix: str) -> None:
+    e = _error(overrides)
+    msg = str(e)
+    assert e.key == key
+    assert msg.startswith(key), msg
+    assert "Allowed:" in msg and "Fix:" in msg, msg
+    assert fix in msg.split("Fix:", 1)[1], msg
+    assert "\n" not in msg  # one line for the terminal
+
+
+NOT_BUILT = [
+    (["training.cuda_process_sharing=mps"], "training.cuda_process_sharing", "training.cuda_process_sharing=null"),
+    (["training.devices=[cpu,cpu]"], "training.devices", "one device"),
+    (["training.devices=[0,1]"], "training.devices", "training.devices=[0]"),
+    (["training.dp_gradient_wire_dtype=bfloat16"], "training.dp_gradient_wire_dtype", "=float32"),
+    (["training.resume=runs/old"], "training.resume", "remove the key"),
+    (["training.checkpoint_replay=true"], "training.checkpoint_replay", "=false"),
+    (["training.export_onnx=true"], "training.export_onnx", "=false"),
+    (["training.no_play=false"], "training.no_play", "=true"),
+    (["algo.algo_params.whole_cycle_cuda_graph=true"], "algo.algo_params.whole_cycle_cuda_graph", "=null"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "key", "fix"), NOT_BUILT, ids=[" ".join(c[0]) for c in NOT_BUILT])
+def test_unbuilt_features_are_rejected_saying_so(overrides: list[str], key: str, fix: str) -> None:
+    e = _error(overrides)
+    assert e.key == key
+    assert "not built yet" in str(e)
+    assert fix in str(e).split("Fix:", 1)[1]
+
+
+@pytest.mark.parametrize("algo", ["flashsac", "warpsac"])
+def test_unbuilt_algorithms_are_rejected(algo: str) -> None:
+    e = _error([], algo=algo)
+    assert e.key == "algo.name" and "not built yet" in str(e) and "--algo sac" in str(e)
+
+
+def test_graph_flag_false_and_null_use_eager_path() -> None:
+    for v in ("false", "null"):
+        cfg = load_config(ALGO, TASK, "mujoco", [f"algo.algo_params.whole_cycle_cuda_graph={v}"])
+        assert cfg.algo.algo_params.whole_cycle_cuda_graph in (None, False)
+
+
+def test_unknown_names() -> None:
+    e = _error([], task="no_such_task")
+    assert e.key == "task.name" and "pendulum_swingup" in e.allowed and "--task" in e.fix
+    e = _error([], sim="bullet")
+    assert e.key == "sim.name" and "mujoco" in e.allowed
+    e = _error([], algo="ppo")
+    assert e.key == "algo.name" and "sac" in e.allowed
+
+
+def test_boundary_values_are_accepted() -> None:
+    cfg = load_config(ALGO, TASK, "mujoco", [
+        "algo.updates_per_step=0", "algo.learning_starts=0", "algo.tau=1", "algo.num_atoms=2",
+        "training.seed=0", "sim.nthread=0", "algo.buffer_size=8", "training.env_steps_per_sync=4",
+    ])
+    assert cfg.algo.tau == 1.0 and cfg.algo.buffer_size == 8
+
+
+# --- devices --------------------------------------------------------------------------------------
+
+
+def test_cuda_request_without_cuda_is_rejected() -> None:
+    for entry in ("0", "cuda:0", "GPU-1234", "MIG-1234"):
+        e = _error([f"training.devices=[{entry}]"])
+        assert e.key == "training.devices" and "no CUDA device visible" in str(e)
+        assert "training.devices=[cpu]" in e.fix
+
+
+def test_cpu_device_and_automatic_choice_without_cuda() -> None:
+    for sim in ("mujoco", "mjwarp"):  # mjwarp on warp's CPU device is allowed
+        assert resolve_device(load_config(ALGO, TASK, sim, ["training.devices=[cpu]"])) == "cpu"
+        assert resolve_device(load_config(ALGO, TASK, sim, [])) == "cpu"
+
+
+def test_devices_with_cuda(fake_cuda: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    def dev(sim: str, *ov: str) -> str:
+        return resolve_device(load_config(ALGO, TASK, sim, list(ov)))
+
+    assert dev("mjwarp") == "cuda:0"
+    assert dev("mujoco") == "cpu"  # automatic: mujoco physics is CPU-only, keep the learner with it
+    assert dev("mujoco", "training.devices=[1]") == "cuda:1"  # explicit: learner on the GPU
+    assert dev("mjwarp", "training.devices=[cuda:1]") == "cuda:1"
+    assert dev("mjwarp", "training.devices=[GPU-bbbb]") == "cuda:1"
+    assert dev("mjwarp", "training.devices=[cpu]") == "cpu"
+    e = _error(["training.devices=[2]"], sim="mjwarp")
+    assert "only 2 CUDA device(s) visible" in str(e) and "training.devices=[0]" in e.fix
+    e = _error(["training.devices=[GPU-cccc]"], sim="mjwarp")
+    assert "nvidia-smi -L" in e.fix
+    e = _error(["training.devices=[MIG-xyz]"], sim="mjwarp")
+    assert "CUDA_VISIBLE_DEVICES=MIG-xyz" in e.fix
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-xyz")
+    assert dev("mjwarp", "training.devices=[MIG-xyz]") == "cuda:0"
+
+
+def test_best_sim_follows_cuda(fake_cuda: None) -> None:
+    assert load_config(ALGO, TASK, None, []).sim.name == "mjwarp"
+
+
+# --- programmatic configs and fallbacks -----------------------------------------------------------
+
+
+def test_programmatic_config_with_wrong_types_fails_closed() -> None:
+    cfg = Config()
+    cfg.training = dataclasses.replace(cfg.training, num_envs="16")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^training\.num_envs=16: not an integer"):
+        validate(cfg)
+    cfg = Config()
+    cfg.algo = dataclasses.replace(cfg.algo, obs_normalization=1)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="algo.obs_normalization"):
+        validate(cfg)
+
+
+def test_validate_returns_the_config() -> None:
+    cfg = Config()
+    assert validate(cfg) is cfg
+
+
+def test_task_names_fall_back_to_yaml_without_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "duorl.envs.registry", None)  # import raises ModuleNotFoundError
+    assert available_tasks() == yaml_task_names()
+    assert "pendulum_swingup" in available_tasks()
+
+
+def test_task_names_come_from_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.ModuleType("duorl.envs.registry")
+    fake.TASKS = ("b_task", "a_task")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "duorl.envs.registry", fake)
+    assert available_tasks() == ["a_task", "b_task"]
+    e = _error([], task=TASK)
+    assert e.key == "task.name" and "a_task, b_task" in e.allowed
+
+
+def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An invalid config never reaches duorl.train.train (nor any env factory)."""
+    from duorl.cli import main
+
+    called: list[object] = []
+    fake = types.ModuleType("duorl.train")
+    fake.train = lambda cfg: called.append(cfg) or 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "duorl.train", fake)
+    fake_registry = types.ModuleType("duorl.envs.registry")
+    fake_registry.TASKS = ("pendulum_swingup",)  # type: ignore[attr-defined]
+
+    def _no_build(*a: object, **k: object) -> None:
+        raise AssertionError("an env was built")
+
+    fake_registry.make_vec_env = _no_build  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "duorl.envs.registry", fake_registry)
+    monkeypatch.setattr(devices, "cuda_device_count", lambda: 0)
+
+    assert main(["train", "--sim", "mujoco", "training.cuda_process_sharing=mps"]) == 2
+    assert main(["train", "--sim", "mujoco", "algo.gamma=2"]) == 2
+    assert main(["train", "--algo", "flashsac"]) == 2
+    assert called == []
+    assert main(["train", "--sim", "mujoco", "algo.max_iterations=7"]) == 0
+    assert len(called) == 1 and isinstance(called[0], Config) and called[0].algo.max_iterations == 7

@@ -1,0 +1,177 @@
+"""The duo's protocol with real processes: determinism under skewed timing, the replay window,
+liveness in both directions, and SIGINT."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from duorl.runtime.checkpoint import latest_checkpoint, load_checkpoint
+from tests.conftest import duorl_cmd, run_duorl
+
+ITERS = ["algo.max_iterations=8", "algo.save_interval=100"]
+
+
+def _final_state(run_dir: Path) -> dict:
+    return load_checkpoint(latest_checkpoint(run_dir))["learner"]
+
+
+def _assert_bitwise_equal(a, b, path="learner"):
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape, path
+        assert torch.equal(a, b), path
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _assert_bitwise_equal(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_bitwise_equal(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, path
+
+
+def test_weights_identical_whatever_process_is_slow(tmp_path):
+    runs = {
+        "plain": [],
+        "slow_collector": ["debug.collector_delay_ms=150"],
+        "slow_learner": ["debug.learner_delay_ms=150"],
+    }
+    states = {}
+    for name, extra in runs.items():
+        r = run_duorl(tmp_path / name, *ITERS, *extra)
+        assert r.returncode == 0, r.stderr[-3000:]
+        summary = json.loads((tmp_path / name / "run_summary.json").read_text())
+        assert summary["status"] == "completed" and summary["iterations"] == 8
+        states[name] = _final_state(tmp_path / name)
+    # the learner really trained (else equality would be trivial)
+    m = [json.loads(line) for line in (tmp_path / "plain" / "metrics.jsonl").read_text().splitlines()]
+    assert any("Loss/critic" in row for row in m)
+    _assert_bitwise_equal(states["plain"], states["slow_collector"])
+    _assert_bitwise_equal(states["plain"], states["slow_learner"])
+
+
+def test_learner_never_samples_rows_being_written(tmp_path):
+    # a ring of 6 ticks with 2 ticks per iteration wraps every 3 iterations
+    r = run_duorl(
+        tmp_path / "w",
+        "algo.max_iterations=30",
+        "algo.buffer_size=6",
+        "training.env_steps_per_sync=2",
+        "algo.learning_starts=2",
+        "debug.check_replay_window=true",
+        "debug.learner_delay_ms=5",
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    check = json.loads((tmp_path / "w" / "run_summary.json").read_text())["replay_window_check"]
+    assert check["samples_checked"] >= 25 * 2 * 32
+    assert check["violations"] == 0
+
+
+def _start(run_dir: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        duorl_cmd(run_dir, "algo.max_iterations=100000", "algo.save_interval=100000", *extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _wait_for_iterations(run_dir: Path, proc: subprocess.Popen, n: int, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        metrics = run_dir / "metrics.jsonl"
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= n:
+            return json.loads((run_dir / "run_summary.json").read_text())
+        time.sleep(0.2)
+    raise AssertionError(f"no {n} iterations within {timeout} s")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purposes
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_killing_the_collector_fails_the_run_naming_it(tmp_path):
+    proc = _start(tmp_path / "k")
+    try:
+        summary = _wait_for_iterations(tmp_path / "k", proc, 3)
+        collector = summary["runtime_manifest"]["collector_pid"]
+        os.kill(collector, signal.SIGKILL)
+        t0 = time.monotonic()
+        _, err = proc.communicate(timeout=30)
+        assert time.monotonic() - t0 < 30
+        assert proc.returncode != 0
+        assert "collector" in err and str(collector) in err and "killed by signal 9" in err
+        final = json.loads((tmp_path / "k" / "run_summary.json").read_text())
+        assert final["status"] == "failed" and "collector" in final["error"]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_killing_the_learner_leaves_no_collector(tmp_path):
+    proc = _start(tmp_path / "l")
+    try:
+        summary = _wait_for_iterations(tmp_path / "l", proc, 3)
+        collector = summary["runtime_manifest"]["collector_pid"]
+        assert _alive(collector)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _alive(collector) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(collector)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_sigint_exits_cleanly_with_a_loadable_checkpoint(tmp_path):
+    proc = _start(tmp_path / "i")
+    try:
+        summary = _wait_for_iterations(tmp_path / "i", proc, 5)
+        collector = summary["runtime_manifest"]["collector_pid"]
+        # Ctrl-C in a terminal reaches the whole process group
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err[-3000:]
+        assert "Traceback" not in err
+        final = json.loads((tmp_path / "i" / "run_summary.json").read_text())
+        assert final["status"] == "interrupted" and final["iterations"] >= 5
+        ckpt = load_checkpoint(latest_checkpoint(tmp_path / "i"))
+        assert ckpt["header"]["iteration"] == final["iterations"]
+        assert not _alive(collector)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    # the checkpoint loads into a fresh learner
+    from duorl.algos.registry import make_learner
+    from duorl.config.load import load_config
+    from duorl.envs.registry import env_spec
+
+    cfg = load_config("sac", "pendulum_swingup", "mujoco", _tiny_algo())
+    learner = make_learner(cfg.algo, env_spec(cfg.task), torch.device("cpu"), 0)
+    learner.load_state_dict(ckpt["learner"])
+
+
+def _tiny_algo() -> list[str]:
+    from tests.conftest import TINY
+
+    return [o for o in TINY if o.startswith("algo.")]

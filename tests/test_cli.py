@@ -1,0 +1,151 @@
+"""`duorl train | metrics` routing: help text, error exits, the metrics table/JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import duorl.config.devices as devices
+from duorl import __version__
+from duorl.cli import main
+from duorl.config import Config
+
+
+@pytest.fixture(autouse=True)
+def no_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(devices, "cuda_device_count", lambda: 0)
+
+
+@pytest.fixture
+def fake_train(monkeypatch: pytest.MonkeyPatch) -> list[Config]:
+    """Replace duorl.train so that `train` records its config instead of training."""
+    calls: list[Config] = []
+    mod = types.ModuleType("duorl.train")
+    mod.train = lambda cfg: calls.append(cfg) or 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "duorl.train", mod)
+    return calls
+
+
+def test_train_help_lists_algos_tasks_sims_and_syntax(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "--help"]) == 0
+    out = capsys.readouterr().out
+    for word in ("sac", "flashsac", "warpsac", "pendulum_swingup", "mujoco", "mjwarp", "key=value"):
+        assert word in out, word
+    assert out.count("duorl train ") >= 2  # two examples
+    assert "not built yet" in out
+
+
+def test_top_level_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "train" in out and "metrics" in out
+    assert main(["--version"]) == 0
+    assert __version__ in capsys.readouterr().out
+    assert main([]) == 2
+
+
+def test_python_dash_m_duorl() -> None:
+    r = subprocess.run([sys.executable, "-m", "duorl", "--version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == f"duorl {__version__}"
+
+
+def test_train_passes_a_validated_config(fake_train: list[Config]) -> None:
+    # key=value pairs may come before, between and after options
+    assert main(["train", "algo.batch_size=32", "--sim", "mujoco", "algo.max_iterations=5", "--algo", "sac", "training.seed=3"]) == 0
+    (cfg,) = fake_train
+    assert (cfg.algo.batch_size, cfg.algo.max_iterations, cfg.training.seed) == (32, 5, 3)
+    assert (cfg.algo.name, cfg.task.name, cfg.sim.name) == ("sac", "pendulum_swingup", "mujoco")
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["train", "algo.batch_size=abc"], "algo.batch_size=abc"),
+    (["train", "training.num_env=4"], "training.num_envs"),
+    (["train", "batchsize"], "malformed override"),
+    (["train", "--algo", "flashsac"], "not built yet"),
+    (["train", "--task", "nope"], "task.name=nope"),
+    (["train", "training.cuda_process_sharing=mps"], "CUDA MPS mode is not built yet"),
+])
+def test_bad_config_is_one_error_line_and_exit_2(
+    argv: list[str], needle: str, fake_train: list[Config], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and needle in err and "Traceback" not in err
+    assert fake_train == []
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "--bogus"]) == 2
+    assert main(["train", "--sim", "bullet"]) == 2
+    assert main(["metrics"]) == 2
+    assert main(["play"]) == 2  # only train and metrics exist
+    capsys.readouterr()
+
+
+# --- metrics -------------------------------------------------------------------------------------
+
+
+def _run_dir(tmp_path: Path, n: int = 150) -> Path:
+    run = tmp_path / "run"
+    run.mkdir()
+    with open(run / "metrics.jsonl", "w") as f:
+        for i in range(1, n + 1):
+            row = {"iteration": i, "env_steps": 16 * i, "wall_s": 0.01 * i, "Perf/iteration_ms": float(i),
+                   "Train/mean_reward": None if i % 2 else 0.5, "note": "x"}
+            f.write(json.dumps(row) + "\n")
+    return run
+
+
+def test_metrics_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run_dir(tmp_path)
+    assert main(["metrics", str(run)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "last 100" in out[0] and "(51..150)" in out[0]
+    table = {line.split()[0]: line.split()[1] for line in out[1:]}
+    assert table["Perf/iteration_ms"] == "100.5" and table["Train/mean_reward"] == "0.5"
+    assert "note" not in table
+    # aligned: every value ends in the same column
+    assert len({len(line) for line in out[1:]}) == 1
+
+
+def test_metrics_json_and_last(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run_dir(tmp_path)
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"iteration": 151, "Perf/iteration_ms": float("nan")}) + "\n")
+    assert main(["metrics", str(run), "--last", "10", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["run_dir"] == str(run) and data["iterations"] == [142, 151] and data["n"] == 10
+    assert data["mean"]["Perf/iteration_ms"] == pytest.approx(sum(range(142, 151)) / 9)
+    # also accepts the file itself
+    assert main(["metrics", str(run / "metrics.jsonl"), "--last", "1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["mean"]["Perf/iteration_ms"] is None  # all-NaN -> null, still valid JSON
+
+
+@pytest.mark.parametrize(("setup", "needle"), [
+    ("missing_dir", "does not exist"),
+    ("missing_file", "not found"),
+    ("empty_file", "no rows yet"),
+    ("bad_line", "not a JSON object"),
+])
+def test_metrics_errors(tmp_path: Path, setup: str, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    if setup != "missing_dir":
+        run.mkdir()
+    if setup == "empty_file":
+        (run / "metrics.jsonl").write_text("")
+    if setup == "bad_line":
+        (run / "metrics.jsonl").write_text("{bad\n{}\n")
+    assert main(["metrics", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and needle in err
+
+
+def test_metrics_last_must_be_positive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["metrics", str(_run_dir(tmp_path, 3)), "--last", "0"]) == 2
+    assert "--last" in capsys.readouterr().err
