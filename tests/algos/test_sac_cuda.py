@@ -1,6 +1,6 @@
 """GPU checks for the SAC learner (run with `pytest -m cuda` on a CUDA machine).
 
-Beyond the eager CUDA path (bf16 autocast, capturable AdamW, CUDA generator), this captures one
+Beyond the eager CUDA path (bf16 autocast, fused AdamW with tensor learning rates, CUDA generator), this captures one
 whole `train_iteration` in a CUDA graph and checks replays against eager iterations bitwise: the
 evidence that the update is graph-friendly, for the later whole-cycle graph issue.
 """
@@ -69,7 +69,7 @@ def test_eager_cuda_iteration_trains_under_autocast() -> None:
     assert tuple(metrics) == METRIC_KEYS
     assert all(v.device.type == "cuda" and torch.isfinite(v) for v in metrics.values())
     assert all(not torch.equal(a, b) for a, b in zip(before, _flat_state(learner)))
-    assert learner.actor_optimizer.param_groups[0]["capturable"]
+    assert learner.actor_optimizer.param_groups[0]["fused"]
 
 
 @pytest.mark.parametrize("autocast", [True, False])
@@ -108,3 +108,27 @@ def test_graph_replay_matches_eager_bitwise(autocast: bool) -> None:
             assert torch.equal(a, b)
         for k in METRIC_KEYS:
             assert torch.equal(static_metrics[k], expect[k]), k
+
+
+def test_checkpoint_through_cpu_continues_bitwise_on_cuda() -> None:
+    import io
+
+    device = torch.device("cuda")
+    a, sampler = SACLearner(CFG, SPEC, device, seed=0), GpuSampler(device)
+    for _ in range(2):
+        a.train_iteration(sampler, 3)  # 6 updates, policy_frequency 2
+    buf = io.BytesIO()
+    torch.save(a.state_dict(), buf)
+    sampler_state = sampler.generator.get_state()
+    expect = [a.train_iteration(sampler, 3) for _ in range(2)]
+
+    b = SACLearner(CFG, SPEC, device, seed=7)
+    lr = b.actor_optimizer.param_groups[0]["lr"]
+    buf.seek(0)
+    b.load_state_dict(torch.load(buf, map_location="cpu", weights_only=False))
+    assert b.actor_optimizer.param_groups[0]["lr"] is lr and lr.device.type == "cuda"
+    sampler.generator.set_state(sampler_state)
+    got = [b.train_iteration(sampler, 3) for _ in range(2)]
+    for me, mg in zip(expect, got):
+        assert all(torch.equal(me[k], mg[k]) for k in METRIC_KEYS)
+    assert all(torch.equal(x, y) for x, y in zip(_flat_state(a), _flat_state(b)))

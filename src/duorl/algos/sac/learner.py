@@ -9,10 +9,11 @@ One update (DESIGN.md §3 runs `num_updates` of them per learner iteration):
 
 Graph-friendly by construction (a later issue captures a whole iteration in one CUDA graph): no
 `.item()` or other host reads, no Python branch on a tensor value, fixed shapes, learning rates as
-device tensors (capturable AdamW on CUDA), gradients allocated once and zeroed in place, and every
-random draw from one dedicated `torch.Generator`. The actor-update schedule depends only on a Python
-update counter, so it is the same in eager and graph runs; it repeats every
-policy_frequency / gcd(num_updates, policy_frequency) iterations.
+device tensors (fused, capturable AdamW on CUDA), gradients allocated once and zeroed in place, and
+every random draw from one dedicated `torch.Generator` (register it with the graph). The actor
+schedule follows the Python counter `num_updates`, which a capture advances once and replays do not:
+capture with num_updates % policy_frequency == 0 so every replay has the same schedule, and keep the
+counter in step (+num_updates per replay, minus the capture's own advance).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import math
 from typing import TYPE_CHECKING, Iterator
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
@@ -119,7 +119,10 @@ class SACLearner:
         # lr as a device tensor: a schedule can fill_() it without recapturing a graph
         kwargs: dict = dict(lr=torch.tensor(lr, device=self.device), betas=ADAM_BETAS, weight_decay=weight_decay)
         if self.device.type == "cuda":
-            kwargs["capturable"] = True  # step counters on the device, no host sync in step()
+            # fused: one kernel per step, step counters on the device (no host sync), and an
+            # on-device skip through `found_inf` for the later NaN guard; capturable: allowed in a
+            # CUDA graph capture
+            kwargs.update(fused=True, capturable=True)
         return torch.optim.AdamW(params, **kwargs)
 
     def _autocast(self) -> contextlib.AbstractContextManager:
@@ -199,13 +202,23 @@ class SACLearner:
             self.critic_obs_norm.load_state_dict(state["critic_obs_norm"])
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
+        self._load_optimizer(self.actor_optimizer, state["actor_optimizer"])
+        self._load_optimizer(self.critic_optimizer, state["critic_optimizer"])
+        self._load_optimizer(self.alpha_optimizer, state["alpha_optimizer"])
         self.num_updates = int(state["num_updates"])
         self.generator.set_state(state["generator"].cpu())
         for k in _ACTOR_METRICS:
             self._last_actor_metrics[k].copy_(state["last_actor_metrics"][k])
+
+    @staticmethod
+    def _load_optimizer(optimizer: torch.optim.Optimizer, state: dict) -> None:
+        # Optimizer.load_state_dict swaps in the saved lr object (a CPU tensor after
+        # torch.load(map_location="cpu")); keep our device lr tensors and copy the values into them
+        lrs = [group["lr"] for group in optimizer.param_groups]
+        optimizer.load_state_dict(state)
+        for group, lr in zip(optimizer.param_groups, lrs):
+            lr.copy_(group["lr"])
+            group["lr"] = lr
 
     # ------------------------------------------------------------------ one update
 
