@@ -51,6 +51,9 @@ class TaskVecEnv:
         self._all = torch.ones(n, dtype=torch.bool, device=dev)
         self._zero_count = torch.zeros((), dtype=torch.int64, device=dev)
         self._max_steps = self.spec.max_episode_steps
+        # optional: an object with a `phase(name)` context manager (the collector's PhaseTimer) that
+        # times the physics alone; None costs nothing
+        self.phase_timer: Any = None
 
     def _reset_where(self, mask: torch.Tensor) -> None:
         qpos, qvel = self.task.reset(mask, self.generator)
@@ -65,7 +68,12 @@ class TaskVecEnv:
 
     def step(self, actions: torch.Tensor) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         task, sim = self.task, self.backend
-        sim.step(task.apply_action(actions))
+        ctrl = task.apply_action(actions)
+        if self.phase_timer is None:
+            sim.step(ctrl)
+        else:
+            with self.phase_timer.phase("collector_backend_step_ms"):
+                sim.step(ctrl)
 
         reward = task.reward(sim)
         terminated = task.terminated(sim)

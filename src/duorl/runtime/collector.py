@@ -109,6 +109,8 @@ def _run(args: CollectorArgs) -> None:
     gen = torch.Generator(device=device)
     gen.manual_seed(args.explore_seed)
     timer = PhaseTimer(device)
+    if hasattr(env, "phase_timer"):
+        env.phase_timer = timer  # the env times its physics step inside collector_env_step_ms
     learner_alive = _learner_alive(args.learner_pid)
     stop = lambda: control.get(STOP) == 1  # noqa: E731
     s = args.env_steps_per_sync
@@ -146,9 +148,6 @@ def _run(args: CollectorArgs) -> None:
         stats = timer.collect()
         stats["collector_learner_wait_ms"] = waited * 1e3
         stats["collector_iteration_ms"] = (time.perf_counter() - t_iter) * 1e3
-        backend_ms = getattr(env, "backend_step_ms", None)
-        if callable(backend_ms):
-            stats["collector_backend_step_ms"] = float(backend_ms())
         stats.update(acc.result())
         control.write_stats(k, stats)
         control.set(TICKS_WRITTEN, (k + 1) * s)

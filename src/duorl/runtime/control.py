@@ -88,6 +88,7 @@ class ControlBlock:
 
     def write_stats(self, iteration: int, values: dict[str, float]) -> None:
         row = self.stats[iteration % 2]
+        row.fill_(float("nan"))
         row[STAT["iteration"]] = iteration
         for k, v in values.items():
             row[STAT[k]] = v
@@ -96,7 +97,8 @@ class ControlBlock:
         row = self.stats[iteration % 2]
         if int(row[STAT["iteration"]]) != iteration:
             return None
-        return {k: float(row[i]) for i, k in enumerate(STAT_FIELDS)}
+        # NaN marks a field the collector did not measure this iteration
+        return {k: float(row[i]) for i, k in enumerate(STAT_FIELDS) if row[i] == row[i]}
 
 
 class PeerDied(RuntimeError):

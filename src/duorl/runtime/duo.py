@@ -304,7 +304,8 @@ class Duo:
                         "collector_learner_wait_ms",
                         "collector_iteration_ms",
                     ):
-                        m[f"Perf/{key}"] = cstats[key]
+                        if key in cstats:
+                            m[f"Perf/{key}"] = cstats[key]
                     m["Train/mean_reward"] = cstats["reward_sum"] / sps
                     m["Train/nan_resets"] = nan_resets
                 done = sum(e[0] for e in episodes)
