@@ -91,8 +91,13 @@ class RunDirectory:
         write_json_atomic(self.path / "run_summary.json", summary)
 
     def finish(self, status: str, iterations: int, env_steps: int, wall_s: float, **extra: Any) -> None:
+        from duorl.telemetry.plots import plot_learning_curves
+
         self.progress.close()
         self.metrics.close()
+        png = plot_learning_curves(self.path)
+        if png is not None:
+            extra["plots"] = [str(png.relative_to(self.path))]
         self._write_summary(status, iterations, env_steps, wall_s, **extra)
 
 

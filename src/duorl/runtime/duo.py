@@ -27,6 +27,7 @@ from duorl.runtime.control import (
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
     ControlBlock,
+    STAT_FIELDS,
     PeerDied,
     StopRequested,
     wait_until,
@@ -296,15 +297,8 @@ class Duo:
                 if train_ms is not None:
                     m["Perf/learner_train_ms"] = train_ms / iters_in_log
                 if cstats is not None:
-                    for key in (
-                        "collector_env_step_ms",
-                        "collector_backend_step_ms",
-                        "collector_inference_ms",
-                        "collector_replay_write_ms",
-                        "collector_learner_wait_ms",
-                        "collector_iteration_ms",
-                    ):
-                        if key in cstats:
+                    for key in STAT_FIELDS:
+                        if key.startswith("collector_") and key in cstats:
                             m[f"Perf/{key}"] = cstats[key]
                     m["Train/mean_reward"] = cstats["reward_sum"] / sps
                     m["Train/nan_resets"] = nan_resets
