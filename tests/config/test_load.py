@@ -36,7 +36,7 @@ def test_shipped_pendulum_defaults() -> None:
     cfg = load_config(ALGO, TASK, "mujoco", [])
     assert cfg.training.num_envs == 16  # task YAML beats sac.yaml's 4096
     assert cfg.algo.batch_size == 256 and cfg.algo.gamma == 0.99
-    assert cfg.algo.actor_hidden_dims == [256, 256] and cfg.algo.v_max == 110.0
+    assert cfg.algo.actor_hidden_dims == [128, 128] and cfg.algo.v_max == 110.0
     assert cfg.algo.alpha_init == 0.1  # from algo_by_name.sac
     assert cfg.algo.num_atoms == 101  # from sac.yaml, untouched by the task
 
