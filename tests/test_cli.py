@@ -66,7 +66,7 @@ def test_train_passes_a_validated_config(fake_train: list[Config]) -> None:
     (["train", "algo.batch_size=abc"], "algo.batch_size=abc"),
     (["train", "training.num_env=4"], "training.num_envs"),
     (["train", "batchsize"], "malformed override"),
-    (["train", "--algo", "flashsac"], "not built yet"),
+    (["train", "--algo", "flashsac", "algo.replay_min_weight=2"], "algo.replay_min_weight"),
     (["train", "--task", "nope"], "task.name=nope"),
     (["train", "training.cuda_process_sharing=mps"], "CUDA MPS mode is not built yet"),
 ])

@@ -53,7 +53,7 @@ def _train_description() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="duorl", description="Off-policy RL on many MuJoCo environments.")
     parser.add_argument("--version", action="version", version=f"duorl {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{train,metrics}", parser_class=_LazyHelpParser)
+    sub = parser.add_subparsers(dest="command", metavar="{train,metrics,play,mps,assets,motion,bench}", parser_class=_LazyHelpParser)
 
     train = sub.add_parser(
         "train", help="train a policy", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -72,6 +72,71 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument("run_dir", metavar="RUN_DIR", help="run directory (or its metrics.jsonl)")
     metrics.add_argument("--last", type=int, default=100, metavar="N", help="rows to average (default: 100)")
     metrics.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+
+    play = sub.add_parser(
+        "play", help="evaluate a run's policy deterministically",
+        description="Deterministic evaluation of a run's latest (or a chosen) checkpoint: N episodes of its task.",
+    )
+    play.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+    play.add_argument("--episodes", type=int, default=8, metavar="N", help="episodes (default: 8)")
+    play.add_argument("--checkpoint", default=None, metavar="PATH", help="a checkpoint file (default: the latest)")
+    play.add_argument("--video", default=None, metavar="OUT.mp4", help="record episode 0 (needs OpenGL)")
+    play.add_argument("--json", action="store_true", help="print a JSON object")
+
+    mps = sub.add_parser(
+        "mps", help="manage a CUDA MPS daemon duorl owns",
+        description="start/stop a CUDA MPS control daemon in ~/.cache/duorl/mps/NAME, show its servers and "
+        "clients, or check every prerequisite of training.cuda_process_sharing=mps (doctor).",
+    )
+    mps.add_argument("action", choices=("start", "status", "stop", "doctor"))
+    mps.add_argument("--name", default="default", help="daemon name (default: default)")
+
+    assets = sub.add_parser(
+        "assets", help="fetch a robot model into the local cache",
+        description="Fetch the Unitree G1 model: `pip download --no-deps` of the mjlab wheel, then only the "
+                    "model file and its meshes are extracted into duorl's cache (~/.cache/duorl/assets/g1).",
+    )
+    assets.add_argument("robot", choices=["g1"], help="the robot (g1: Unitree G1, 29 DoF)")
+    assets.add_argument("--no-meshes", action="store_true", help="only the model file (training needs no meshes)")
+    assets.add_argument("--force", action="store_true", help="fetch again even if the cache is filled")
+    assets.add_argument("--wheel", default=None, metavar="PATH", help="extract from this mjlab wheel (no download)")
+
+    motion = sub.add_parser("motion", help="reference motion clips",
+                            description="Reference motion clips for g1_motion_tracking.")
+    motion_sub = motion.add_subparsers(dest="motion_command", metavar="{synth}")
+    synth = motion_sub.add_parser(
+        "synth", help="write the synthetic G1 clip",
+        description="Write a physically sensible G1 clip (feet planted, joints in range, smooth, consistent "
+                    "velocities) in the .npz clip format; it is g1_motion_tracking's default clip.",
+    )
+    synth.add_argument("out", metavar="OUT.npz", help="output file")
+    synth.add_argument("--seconds", type=float, default=10.0, help="duration (default: 10)")
+    synth.add_argument("--fps", type=float, default=50.0, help="frames per second (default: 50)")
+    synth.add_argument("--robot-xml", default=None, metavar="PATH", help="G1 model file (default: the usual lookup)")
+
+    bench = sub.add_parser("bench", help="benchmarks", description="Benchmarks that print (and write) JSON.")
+    bench_sub = bench.add_subparsers(dest="bench_command", metavar="{learner,mps}")
+    bench_learner = bench_sub.add_parser(
+        "learner", help="ms per learner iteration, eager vs whole-cycle CUDA graph",
+        description="Milliseconds per learner iteration on the current device, eager and (on CUDA) replayed as a "
+                    "whole-cycle CUDA graph, with random replay. Options come before key=value overrides.",
+    )
+    from duorl.bench.learner import add_arguments as _bench_learner_arguments
+
+    _bench_learner_arguments(bench_learner)
+    bench_mps = bench_sub.add_parser(
+        "mps", help="env steps/s with CUDA MPS off vs on (needs a running daemon: duorl mps start)",
+        description="Runs identical `duorl train` commands with training.cuda_process_sharing null and mps, "
+                    "interleaved, >= 300 iterations each; reports the mean of the last 100 (first 50 ignored) per arm "
+                    "and throughput_gain, as JSON.",
+    )
+    bench_mps.add_argument("--algo", default="sac")
+    bench_mps.add_argument("--task", default="pendulum_swingup")
+    bench_mps.add_argument("--sim", default=None)
+    bench_mps.add_argument("--iterations", type=int, default=300)
+    bench_mps.add_argument("--repeats", type=int, default=2)
+    bench_mps.add_argument("--out", default=None, metavar="FILE.json")
+    bench_mps.add_argument("overrides", nargs="*", metavar="key=value", help="passed to every duorl train run")
     return parser
 
 
@@ -153,5 +218,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_train(args, list(args.overrides) + extras)
     if args.command == "metrics":
         return _cmd_metrics(args)
+    if args.command == "mps":
+        from duorl.mps.daemon import mps_main
+
+        return mps_main(args.action, args.name)
+    if args.command == "play":
+        from duorl.play import play_main
+
+        return play_main(args.run_dir, args.episodes, args.checkpoint, args.video, args.json)
+    if args.command == "assets":
+        from duorl.envs.g1.assets import assets_command
+
+        return assets_command(args.robot, meshes=not args.no_meshes, force=args.force, wheel=args.wheel)
+    if args.command == "motion" and args.motion_command == "synth":
+        from duorl.envs.motion.synth import synth_command
+
+        return synth_command(args.out, args.seconds, args.fps, args.robot_xml)
+    if args.command == "bench" and args.bench_command == "mps":
+        from duorl.bench.mps_matrix import bench_mps_main
+
+        return bench_mps_main(args.algo, args.task, args.sim, args.iterations, args.repeats, args.out, list(args.overrides))
+    if args.command == "bench" and args.bench_command == "learner":
+        from duorl.bench.learner import main as bench_learner_main
+
+        args.argv = argv
+        return bench_learner_main(args)
     parser.print_help(sys.stderr)
     return 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,13 +20,33 @@ import torch
 from duorl.config.load import config_hash, config_to_dict
 from duorl.config.schema import Config
 from duorl.config.validate import resolve_device
+from duorl.mps.probe import MpsEvidence
+from duorl.mps.probe import MpsUnavailable as MpsUnavailableError
 
-SEED_STREAMS = {"learner": 0, "env": 1, "explore": 2, "replay": 3}
+SEED_STREAMS = {"learner": 0, "env": 1, "explore": 2, "replay": 3, "play": 4}
 
 
 def derive_seed(seed: int, stream: str, rank: int = 0) -> int:
     """Independent, reproducible seeds per random stream (and, later, per rank)."""
     return int(np.random.SeedSequence(seed, spawn_key=(SEED_STREAMS[stream], rank)).generate_state(1)[0])
+
+
+def graph_enabled(cfg: Config, device: torch.device) -> bool:
+    """algo.algo_params.whole_cycle_cuda_graph resolved: null = on for a CUDA learner unless the replay
+    window is checked per batch (host reads); true was validated to have CUDA."""
+    configured = cfg.algo.algo_params.whole_cycle_cuda_graph
+    if configured is None:
+        return device.type == "cuda" and not cfg.debug.check_replay_window
+    return bool(configured) and device.type == "cuda"
+
+
+def replay_age_bias(algo: Any) -> Any:
+    """The runtime's AgeBias for algo.decay_step > 0 (WarpSAC), else None (uniform replay)."""
+    if algo.decay_step <= 0:
+        return None
+    from duorl.runtime.replay import AgeBias
+
+    return AgeBias(algo.decay_step, algo.replay_min_weight, algo.replay_num_buckets)
 
 
 def default_run_dir(cfg: Config) -> Path:
@@ -63,13 +84,28 @@ class RunDirectory:
             parts.append(f"return {ret:.1f}")
         self.progress.update(iteration, "  ".join(parts))
 
-    def checkpoint(self, iteration: int, env_steps: int, final: bool) -> None:
+    def checkpoint(self, iteration: int, env_steps: int, final: bool, runtime_state: dict[str, Any]) -> None:
         from duorl.runtime.checkpoint import save_checkpoint
 
-        header = {"config_hash": config_hash(self.cfg), "algo": self.cfg.algo.name, "task": self.cfg.task.name}
-        payload = {"learner": self.learner.state_dict(), "env_steps": env_steps}
+        header = {
+            "config_hash": config_hash(self.cfg),
+            "algo": self.cfg.algo.name,
+            "task": self.cfg.task.name,
+            "env_steps": env_steps,
+            "collector_state": runtime_state.get("collector") is not None,
+            "replay": runtime_state.get("replay") is not None,
+        }
+        payload = {
+            "learner": self.learner.state_dict(),
+            # the policy alone, whatever the algorithm: what play and export need
+            "policy": self.learner.actor.state_dict(),
+            "runtime": runtime_state,
+            "config": config_to_dict(self.cfg),
+        }
         path = save_checkpoint(self.path / "checkpoints", iteration, payload, header, final=final)
         self.checkpoints.append(path.name)
+        if runtime_state.get("replay") is not None:
+            self.manifest["checkpoint_replay_bytes"] = runtime_state["replay_bytes"]
 
     def _write_summary(self, status: str, iterations: int, env_steps: int, wall_s: float, **extra: Any) -> None:
         from duorl.telemetry.summary import write_json_atomic
@@ -111,6 +147,9 @@ def train(cfg: Config) -> int:
     t0 = time.perf_counter()
     device = torch.device(resolve_device(cfg))
     tr, algo = cfg.training, cfg.algo
+    mps = _probe_mps(cfg, device)  # fails closed before anything is built
+    if isinstance(mps, int):
+        return mps
     if tr.torch_threads > 0:
         torch.set_num_threads(tr.torch_threads)
     spec = env_spec(cfg.task)
@@ -121,6 +160,20 @@ def train(cfg: Config) -> int:
 
     torch.manual_seed(derive_seed(tr.seed, "learner"))
     learner = make_learner(algo, spec, device, derive_seed(tr.seed, "learner"))
+    resume_state, resumed_from = None, None
+    if tr.resume:
+        from duorl.resume import load_resume
+
+        ckpt_path, learner_state, resume_state = load_resume(tr.resume, config_to_dict(cfg))
+        learner.load_state_dict(learner_state)
+        resumed_from = {
+            "checkpoint": str(ckpt_path),
+            "iteration": resume_state.iteration,
+            "collector_state": resume_state.collector is not None,
+            "replay": resume_state.replay is not None,
+        }
+        note = "" if resume_state.replay is not None else " (replay not in the checkpoint: refilling it first)"
+        print(f"duorl: resuming {ckpt_path} at iteration {resume_state.iteration}{note}", flush=True)
     # the env runs where its backend runs: mujoco on CPU threads, mjwarp on the duo's device
     env_device = str(device) if cfg.sim.name == "mjwarp" else "cpu"
     env_factory = functools.partial(
@@ -149,7 +202,12 @@ def train(cfg: Config) -> int:
         collector_delay_ms=cfg.debug.collector_delay_ms,
         learner_delay_ms=cfg.debug.learner_delay_ms,
         check_replay_window=cfg.debug.check_replay_window,
+        snapshot_dir=str(run_dir / "checkpoints"),
+        checkpoint_replay=tr.checkpoint_replay,
+        whole_cycle_cuda_graph=graph_enabled(cfg, device),
+        replay_age_bias=replay_age_bias(algo),
     )
+    (run_dir / "checkpoints").mkdir(exist_ok=True)
     reporter = RunDirectory(cfg, run_dir, learner, device)
     reporter.manifest.update(
         {
@@ -160,18 +218,40 @@ def train(cfg: Config) -> int:
             "sim": cfg.sim.name,
             "host": host_record(),
             "versions": package_versions(),
-            "whole_cycle_cuda_graph": {"configured": algo.algo_params.whole_cycle_cuda_graph, "active": False},
+            # "enabled": the resolved setting; "active" (updated after the run): a captured graph ran
+            "whole_cycle_cuda_graph": {
+                "configured": algo.algo_params.whole_cycle_cuda_graph,
+                "enabled": settings.whole_cycle_cuda_graph,
+                "active": False,
+            },
             "cuda_process_sharing": {"configured": tr.cuda_process_sharing, "effective": None},
             "dp_gradient_wire_dtype": tr.dp_gradient_wire_dtype,
             "env_spec": spec.__dict__,
+            "resumed_from": resumed_from,
         }
     )
-    duo = Duo(settings, spec, learner, env_factory, actor_factory, reporter)
+    reporter.manifest["cuda_process_sharing"] = _mps_manifest(tr.cuda_process_sharing, mps)
+    on_ready = None
+    if mps.configured == "mps":
+
+        def on_ready(collector_pid: int) -> dict[str, Any]:
+            from duorl.mps.probe import RealHost, verify_clients
+
+            verified = verify_clients(mps, os.getpid(), collector_pid, RealHost())
+            return {"cuda_process_sharing": _mps_manifest(tr.cuda_process_sharing, verified)}
+
+    duo = Duo(settings, spec, learner, env_factory, actor_factory, reporter, resume=resume_state, on_collector_ready=on_ready)
     try:
         result = duo.run()
+    except MpsUnavailableError as e:
+        reporter.finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=str(e))
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except BaseException as e:
         reporter.finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
         raise
+    if result.graph is not None:
+        reporter.manifest["whole_cycle_cuda_graph"].update(result.graph)
     extra: dict[str, Any] = {}
     if result.error:
         extra["error"] = result.error
@@ -180,6 +260,8 @@ def train(cfg: Config) -> int:
             "samples_checked": result.replay_samples_checked,
             "violations": result.replay_window_violations,
         }
+    if result.status != "failed":
+        extra.update(_after_training(cfg, run_dir, learner, spec))
     reporter.finish(result.status, result.iterations, result.env_steps, result.wall_s, **extra)
     if result.status == "failed":
         print(f"duorl: error: {result.error}", file=sys.stderr, flush=True)
@@ -192,3 +274,53 @@ def train(cfg: Config) -> int:
     print(msg, flush=True)
     print(f"duorl: run directory {run_dir}", flush=True)
     return 0
+
+
+def _after_training(cfg: Config, run_dir: Path, learner: Any, spec: Any) -> dict[str, Any]:
+    """Export and post-train play, as configured; their results go into run_summary.json."""
+    out: dict[str, Any] = {}
+    if cfg.training.export_onnx:
+        from duorl.export import export_policy
+
+        out["export"] = export_policy(learner.actor, spec.actor_obs_dim, run_dir / "export")
+        print(f"duorl: exported {out['export']['onnx']} and {out['export']['safetensors']}", flush=True)
+    if not cfg.training.no_play:
+        from duorl.play import evaluate
+
+        r = evaluate(run_dir, episodes=8)
+        out["play"] = r.__dict__
+        print(f"duorl: play: mean return {r.mean_return:.3f} over {r.episodes} episodes (deterministic)", flush=True)
+    return out
+
+
+def _probe_mps(cfg: Config, device: torch.device) -> MpsEvidence | int:
+    """MPS mode's prerequisites, checked before anything is built; an int is the exit code of a
+    failed check (its message already printed)."""
+    from duorl.mps.probe import RealHost, pipe_directory, probe_mps
+
+    if cfg.training.cuda_process_sharing is not None:
+        # the spawned collector inherits this, so both processes talk to the same daemon
+        os.environ.setdefault("CUDA_MPS_PIPE_DIRECTORY", pipe_directory())
+    try:
+        # null mode returns at once, touching nothing
+        return probe_mps(cfg.training.cuda_process_sharing, str(device), str(device), RealHost())
+    except MpsUnavailableError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _mps_manifest(configured: str | None, evidence: MpsEvidence | None) -> dict[str, Any]:
+    """Per-rank evidence plus one host-level server record: data parallel adds ranks, not fields."""
+    import platform
+
+    ranks = [evidence.to_dict()] if evidence is not None else []
+    server = None
+    if evidence is not None and evidence.configured is not None:
+        server = {"host": platform.node(), "server_pid": evidence.server_pid, "control_pipe": evidence.control_pipe}
+    return {
+        "configured": configured,
+        "effective": evidence.effective if evidence is not None else None,
+        "validated": bool(evidence is not None and evidence.validated),
+        "ranks": ranks,
+        "server": server,
+    }

@@ -17,7 +17,7 @@ from duorl.envs.base import EnvSpec
 
 def test_make_learner_builds_sac(tiny_cfg: AlgoConfig, spec: EnvSpec) -> None:
     learner = registry.make_learner(tiny_cfg, spec, "cpu", seed=0)
-    assert registry.ALGOS_BUILT == ("sac",)
+    assert registry.ALGOS_BUILT == ("sac", "flashsac", "warpsac")
     for name in ("observe", "train_iteration", "state_dict", "load_state_dict"):
         assert callable(getattr(learner, name))
     assert isinstance(learner.actor, torch.nn.Module)
@@ -25,12 +25,13 @@ def test_make_learner_builds_sac(tiny_cfg: AlgoConfig, spec: EnvSpec) -> None:
 
 
 @pytest.mark.parametrize("name", ["flashsac", "warpsac"])
-def test_later_algos_are_not_built_yet(tiny_cfg: AlgoConfig, spec: EnvSpec, name: str) -> None:
-    cfg = replace(tiny_cfg, name=name)
-    with pytest.raises(NotImplementedError, match=f"'{name}' is not built yet"):
-        registry.make_learner(cfg, spec, "cpu", seed=0)
-    with pytest.raises(NotImplementedError, match=name):
-        registry.make_actor(cfg, spec, "cpu")
+def test_flash_algos_build_the_flashsac_learner(tiny_cfg: AlgoConfig, spec: EnvSpec, name: str) -> None:
+    from duorl.algos.flashsac.learner import FlashSACLearner
+    from duorl.algos.flashsac.networks import FlashSACActor
+
+    cfg = replace(tiny_cfg, name=name, actor_hidden_dim=16, critic_hidden_dim=16)
+    assert isinstance(registry.make_learner(cfg, spec, "cpu", seed=0), FlashSACLearner)
+    assert isinstance(registry.make_actor(cfg, spec, "cpu"), FlashSACActor)
 
 
 def test_unknown_algo_is_an_error(tiny_cfg: AlgoConfig, spec: EnvSpec) -> None:

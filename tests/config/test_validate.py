@@ -56,6 +56,7 @@ INVALID = [
     (["debug.learner_delay_ms=-0.5"], "debug.learner_delay_ms", ">= 0"),
     (["task.max_episode_steps=0"], "task.max_episode_steps", "task.max_episode_steps=1000"),
     (["training.torch_threads=-2"], "training.torch_threads", "training.torch_threads=0"),
+    (["training.resume=/nonexistent/run"], "training.resume", "point training.resume at a run directory"),
     (["algo.weight_decay=-0.1"], "algo.weight_decay", ">= 0"),
     (["algo.alpha_init=0"], "algo.alpha_init", "> 0"),
     (["training.devices=[]"], "training.devices", "training.devices=[cpu]"),
@@ -78,15 +79,9 @@ def test_invalid_value_names_key_value_and_fix(overrides: list[str], key: str, f
 
 
 NOT_BUILT = [
-    (["training.cuda_process_sharing=mps"], "training.cuda_process_sharing", "training.cuda_process_sharing=null"),
     (["training.devices=[cpu,cpu]"], "training.devices", "one device"),
     (["training.devices=[0,1]"], "training.devices", "training.devices=[0]"),
     (["training.dp_gradient_wire_dtype=bfloat16"], "training.dp_gradient_wire_dtype", "=float32"),
-    (["training.resume=runs/old"], "training.resume", "remove the key"),
-    (["training.checkpoint_replay=true"], "training.checkpoint_replay", "=false"),
-    (["training.export_onnx=true"], "training.export_onnx", "=false"),
-    (["training.no_play=false"], "training.no_play", "=true"),
-    (["algo.algo_params.whole_cycle_cuda_graph=true"], "algo.algo_params.whole_cycle_cuda_graph", "=null"),
 ]
 
 
@@ -99,15 +94,49 @@ def test_unbuilt_features_are_rejected_saying_so(overrides: list[str], key: str,
 
 
 @pytest.mark.parametrize("algo", ["flashsac", "warpsac"])
-def test_unbuilt_algorithms_are_rejected(algo: str) -> None:
-    e = _error([], algo=algo)
-    assert e.key == "algo.name" and "not built yet" in str(e) and "--algo sac" in str(e)
+def test_flash_algorithms_load(algo: str) -> None:
+    cfg = load_config(algo, TASK, "mujoco", [])
+    assert cfg.algo.name == algo
+    # the pendulum tunes them to the normalised-return support
+    assert (cfg.algo.v_min, cfg.algo.v_max) == (-cfg.algo.normalized_return_max, cfg.algo.normalized_return_max)
+    assert (cfg.algo.decay_step > 0) == (algo == "warpsac")  # WarpSAC = FlashSAC + age-biased replay
 
 
-def test_graph_flag_false_and_null_use_eager_path() -> None:
+@pytest.mark.parametrize(("overrides", "key"), [
+    (["algo.replay_min_weight=0"], "algo.replay_min_weight"),
+    (["algo.replay_min_weight=1.5"], "algo.replay_min_weight"),
+    (["algo.decay_step=-1"], "algo.decay_step"),
+    (["algo.replay_num_buckets=0"], "algo.replay_num_buckets"),
+    (["algo.noise_zeta_max=0"], "algo.noise_zeta_max"),
+    (["algo.target_entropy_std=0"], "algo.target_entropy_std"),
+    (["algo.normalized_return_max=0"], "algo.normalized_return_max"),
+    (["algo.block_expansion=0"], "algo.block_expansion"),
+    (["algo.lr_end_ratio=-0.5"], "algo.lr_end_ratio"),
+])
+def test_flash_settings_are_checked(overrides: list[str], key: str) -> None:
+    e = _error(overrides, algo="flashsac")
+    assert e.key == key and "Fix:" in str(e)
+
+
+def test_graph_flag_false_and_null_are_accepted_on_cpu() -> None:
     for v in ("false", "null"):
         cfg = load_config(ALGO, TASK, "mujoco", [f"algo.algo_params.whole_cycle_cuda_graph={v}"])
         assert cfg.algo.algo_params.whole_cycle_cuda_graph in (None, False)
+
+
+def test_graph_flag_true_needs_cuda() -> None:
+    e = _error(["algo.algo_params.whole_cycle_cuda_graph=true"])
+    assert e.key == "algo.algo_params.whole_cycle_cuda_graph"
+    assert "needs a CUDA device" in str(e) and "=false" in e.fix and "training.devices=[0]" in e.fix
+
+
+def test_graph_flag_true_on_cuda(fake_cuda: None) -> None:
+    cfg = load_config(ALGO, TASK, "mjwarp", ["algo.algo_params.whole_cycle_cuda_graph=true"])
+    assert cfg.algo.algo_params.whole_cycle_cuda_graph is True
+    e = _error(["algo.algo_params.whole_cycle_cuda_graph=true", "debug.check_replay_window=true"], sim="mjwarp")
+    assert e.key == "algo.algo_params.whole_cycle_cuda_graph" and "check_replay_window" in str(e)
+    e = _error(["algo.algo_params.whole_cycle_cuda_graph=true", "training.devices=[cpu]"], sim="mjwarp")
+    assert "needs a CUDA device" in str(e)
 
 
 def test_unknown_names() -> None:
@@ -221,7 +250,7 @@ def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyP
 
     assert main(["train", "--sim", "mujoco", "training.cuda_process_sharing=mps"]) == 2
     assert main(["train", "--sim", "mujoco", "algo.gamma=2"]) == 2
-    assert main(["train", "--algo", "flashsac"]) == 2
+    assert main(["train", "--algo", "flashsac", "algo.replay_min_weight=0"]) == 2
     assert called == []
     assert main(["train", "--sim", "mujoco", "algo.max_iterations=7"]) == 0
     assert len(called) == 1 and isinstance(called[0], Config) and called[0].algo.max_iterations == 7

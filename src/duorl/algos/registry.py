@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     from duorl.config.schema import AlgoConfig
     from duorl.envs.base import EnvSpec
 
-ALGOS_BUILT = ("sac",)
-_ALGOS_PLANNED = ("flashsac", "warpsac")
+ALGOS_BUILT = ("sac", "flashsac", "warpsac")
+_ALGOS_PLANNED: tuple[str, ...] = ()
+# WarpSAC is FlashSAC's learner; its age-biased replay sampling is chosen by the runtime from the config
+_FLASH = ("flashsac", "warpsac")
 
 
 def _check_built(name: str) -> None:
@@ -32,6 +34,10 @@ def _check_built(name: str) -> None:
 def make_learner(algo_cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> Learner:
     """The learner for `algo_cfg.name`, with models initialised from `seed` alone."""
     _check_built(algo_cfg.name)
+    if algo_cfg.name in _FLASH:
+        from duorl.algos.flashsac.learner import FlashSACLearner
+
+        return FlashSACLearner(algo_cfg, spec, torch.device(device), seed)
     from duorl.algos.sac.learner import SACLearner
 
     return SACLearner(algo_cfg, spec, torch.device(device), seed)
@@ -44,7 +50,10 @@ def make_actor(algo_cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str) 
     Built under a forked RNG so the caller's global RNG stream is not consumed.
     """
     _check_built(algo_cfg.name)
-    from duorl.algos.sac.learner import build_actor
+    if algo_cfg.name in _FLASH:
+        from duorl.algos.flashsac.learner import build_actor
+    else:
+        from duorl.algos.sac.learner import build_actor
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)

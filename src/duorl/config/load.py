@@ -211,3 +211,15 @@ def config_hash(cfg: Config) -> str:
     """A stable 16-hex-digit digest of every key (same config -> same hash, across processes)."""
     blob = json.dumps(config_to_dict(cfg), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def config_from_dict(data: dict[str, Any]) -> Config:
+    """A Config from run_config.json data (checked against the schema; not re-validated, so a run's
+    own config loads even where today's checks would refuse it, e.g. a resume path now gone)."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(Config), data)
+        obj = OmegaConf.to_object(merged)
+    except Exception as e:  # noqa: BLE001 - surface any schema error the same way as for overrides
+        raise _wrap(e, None, NO_VALUE, "run_config.json") from None
+    assert isinstance(obj, Config)
+    return obj

@@ -42,7 +42,8 @@ class TrainingConfig:
 
 @dataclass
 class AlgoParamsConfig:
-    # null = automatic (the graph is used where it is built); true/false force it
+    # capture each learner iteration as one CUDA graph: null = automatic (on when the learner runs on
+    # CUDA, unless debug.check_replay_window), true = required (an error on CPU), false = eager
     whole_cycle_cuda_graph: Optional[bool] = None
     dp_whole_cycle_cuda_graph: bool = True
 
@@ -79,6 +80,34 @@ class AlgoConfig:
     obs_normalization: bool = True
     # bf16 autocast of forward passes on CUDA (ignored on CPU)
     use_autocast: bool = True
+    # --- FlashSAC / WarpSAC only (sac ignores these) ---
+    # inverted-residual trunks: width, blocks, and the blocks' expansion factor
+    actor_hidden_dim: int = 128
+    actor_num_blocks: int = 2
+    critic_hidden_dim: int = 256
+    critic_num_blocks: int = 2
+    block_expansion: int = 4
+    # divide rewards by the running scale of the discounted return, so that normalised returns stay
+    # within +-normalized_return_max (set v_min/v_max to that range)
+    normalize_reward: bool = True
+    normalized_return_max: float = 5.0
+    # temperature target: the entropy of a Gaussian with this std per action dimension
+    target_entropy_std: float = 0.15
+    # exploration noise held for n ~ Zeta(noise_zeta_mu) steps, n in [1, noise_zeta_max]
+    noise_zeta_mu: float = 2.0
+    noise_zeta_max: int = 16
+    # learning rates: linear warm-up over lr_warmup_updates, then cosine decay to lr_end_ratio times
+    # the configured rate over lr_decay_updates updates (0 = max_iterations * updates_per_step)
+    lr_warmup_updates: int = 0
+    lr_decay_updates: int = 0
+    lr_end_ratio: float = 0.5
+    # --- replay sampling (any algo; WarpSAC turns it on) ---
+    # age-biased sampling: decay_step > 0 weights each tick by max(replay_min_weight, 1 - age/decay_step)
+    # (age in collector ticks, 0 = newest), evaluated per bucket of ticks (at most replay_num_buckets
+    # buckets over the readable window); 0 = uniform over the window
+    decay_step: int = 0
+    replay_min_weight: float = 0.1
+    replay_num_buckets: int = 2000
     algo_params: AlgoParamsConfig = field(default_factory=AlgoParamsConfig)
 
 

@@ -18,8 +18,8 @@ from duorl.config.schema import ALGOS, SIMS, Config
 
 __all__ = ["validate", "resolve_device", "BUILT_ALGOS"]
 
-# Algorithms with a learner today; the others are accepted names with YAML placeholders only.
-BUILT_ALGOS = ("sac",)
+# Algorithms with a learner today (every name in schema.ALGOS).
+BUILT_ALGOS = ("sac", "flashsac", "warpsac")
 WIRE_DTYPES = ("float32", "bfloat16")
 
 # (key, minimum) for integers.
@@ -37,6 +37,16 @@ _INT_MIN: tuple[tuple[str, int], ...] = (
     ("algo.learning_starts", 0),
     ("algo.buffer_size", 1),
     ("algo.num_atoms", 2),
+    ("algo.actor_hidden_dim", 1),
+    ("algo.actor_num_blocks", 0),
+    ("algo.critic_hidden_dim", 1),
+    ("algo.critic_num_blocks", 0),
+    ("algo.block_expansion", 1),
+    ("algo.noise_zeta_max", 1),
+    ("algo.lr_warmup_updates", 0),
+    ("algo.lr_decay_updates", 0),
+    ("algo.decay_step", 0),
+    ("algo.replay_num_buckets", 1),
     ("sim.nthread", 0),
 )
 # (key, lower bound, lower inclusive?) for floats; every float must also be finite.
@@ -47,13 +57,18 @@ _FLOAT_MIN: tuple[tuple[str, float, bool], ...] = (
     ("algo.alpha_init", 0.0, False),  # the temperature is learned as log(alpha)
     ("algo.weight_decay", 0.0, True),
     ("algo.max_grad_norm", 0.0, True),  # 0 = no clipping
+    ("algo.normalized_return_max", 0.0, False),
+    ("algo.target_entropy_std", 0.0, False),
+    ("algo.noise_zeta_mu", 0.0, True),  # 0 = hold lengths uniform on [1, noise_zeta_max]
+    ("algo.lr_end_ratio", 0.0, True),
+    ("algo.replay_min_weight", 0.0, False),  # > 0: every readable tick stays reachable
     ("debug.collector_delay_ms", 0.0, True),
     ("debug.learner_delay_ms", 0.0, True),
 )
 _FLOATS_ANY = ("algo.target_entropy_scale", "algo.v_min", "algo.v_max", "algo.log_std_min", "algo.log_std_max")
 _BOOLS = (
     "training.no_play", "training.export_onnx", "training.nan_guard.enabled", "training.checkpoint_replay",
-    "training.progress", "algo.obs_normalization", "algo.use_autocast",
+    "training.progress", "algo.obs_normalization", "algo.use_autocast", "algo.normalize_reward",
     "algo.algo_params.dp_whole_cycle_cuda_graph", "debug.check_replay_window",
 )
 _SEED_MAX = 2**32 - 1  # numpy's seed range; ranks use seed + rank
@@ -162,33 +177,21 @@ def _check_ranges(cfg: Config) -> None:
     if t.cuda_process_sharing not in (None, "mps"):
         raise ConfigError("training.cuda_process_sharing", t.cuda_process_sharing, "unknown sharing mode",
                           "null, mps", "remove the key or set training.cuda_process_sharing=null")
+    if a.replay_min_weight > 1.0:
+        raise ConfigError("algo.replay_min_weight", a.replay_min_weight, "must be in (0, 1] (the newest tick weighs 1)",
+                          "0 < replay_min_weight <= 1", "e.g. algo.replay_min_weight=0.1")
 
 
 def _check_not_built(cfg: Config) -> None:
-    t, p = cfg.training, cfg.algo.algo_params
-    if t.cuda_process_sharing == "mps":
-        raise _not_built("training.cuda_process_sharing", "mps", "CUDA MPS mode", "null",
-                         "remove the key or set training.cuda_process_sharing=null")
+    t = cfg.training
+    # training.cuda_process_sharing=mps: its host prerequisites are probed by duorl.mps.probe in train(),
+    # still before anything is built
     if t.dp_gradient_wire_dtype == "bfloat16":
         raise _not_built("training.dp_gradient_wire_dtype", "bfloat16",
                          "bfloat16 gradient wire (only meaningful under data parallel)", "float32",
                          "remove the key or set training.dp_gradient_wire_dtype=float32")
     if t.resume is not None:
-        raise _not_built("training.resume", t.resume, "resuming a run", "null",
-                         "remove the key and start a fresh run")
-    if t.checkpoint_replay:
-        raise _not_built("training.checkpoint_replay", True, "saving the replay ring in checkpoints", "false",
-                         "remove the key or set training.checkpoint_replay=false")
-    if t.export_onnx:
-        raise _not_built("training.export_onnx", True, "ONNX export", "false",
-                         "remove the key or set training.export_onnx=false")
-    if not t.no_play:
-        raise _not_built("training.no_play", False, "post-train play", "true",
-                         "remove the key or set training.no_play=true")
-    if p.whole_cycle_cuda_graph not in (None, False):
-        raise _not_built("algo.algo_params.whole_cycle_cuda_graph", p.whole_cycle_cuda_graph,
-                         "the whole-cycle CUDA graph", "null, false (both use the eager path)",
-                         "remove the key or set algo.algo_params.whole_cycle_cuda_graph=null")
+        _check_resume_path(t.resume)
 
 
 def _check_devices(cfg: Config) -> None:
@@ -217,4 +220,41 @@ def validate(cfg: Config) -> Config:
     _check_ranges(cfg)
     _check_not_built(cfg)
     _check_devices(cfg)
+    _check_graph(cfg)
     return cfg
+
+
+def _check_graph(cfg: Config) -> None:
+    """algo.algo_params.whole_cycle_cuda_graph: null = automatic, true = required, false = eager."""
+    key = "algo.algo_params.whole_cycle_cuda_graph"
+    v = cfg.algo.algo_params.whole_cycle_cuda_graph
+    allowed = "null (automatic: on with CUDA), true (required), false (eager)"
+    if v is not None and not isinstance(v, bool):
+        raise ConfigError(key, v, "not a boolean or null", allowed, f"remove the key or set {key}=false")
+    if v is not True:
+        return
+    if cfg.debug.check_replay_window:
+        raise ConfigError(key, True, "cannot be combined with debug.check_replay_window=true (its per-batch "
+                          "host reads cannot be captured)", allowed,
+                          f"set debug.check_replay_window=false, or {key}=null to check the window eagerly")
+    if resolve_device(cfg) == "cpu":
+        raise ConfigError(key, True, "needs a CUDA device: CUDA graphs do not exist on the CPU, and this run's "
+                          "learner resolves to cpu", allowed,
+                          f"remove the key (automatic) or set {key}=false; or train on a GPU, e.g. "
+                          "training.devices=[0]")
+
+
+def _check_resume_path(resume: str) -> None:
+    """The checkpoint must exist now; its compatibility is checked when it is loaded (train.py)."""
+    from pathlib import Path
+
+    p = Path(resume)
+    if p.is_file():
+        return
+    if (p / "checkpoints" / "latest.json").is_file() or (p / "latest.json").is_file():
+        return
+    raise ConfigError(
+        "training.resume", resume, "no checkpoint found there",
+        "a run directory (with checkpoints/latest.json) or a checkpoint file (.pt)",
+        "point training.resume at a run directory of an earlier run or one of its checkpoints/*.pt",
+    )

@@ -16,9 +16,24 @@ from duorl.envs.tasks.base import Task
 from duorl.envs.tasks.pendulum import PendulumSwingup
 from duorl.envs.vec_env import TaskVecEnv
 
-# task name -> factory; a G1 task adds one line here.
+def _g1_walk_flat(cfg: TaskConfig) -> Task:
+    from duorl.envs.tasks.g1_walk import G1WalkFlat  # G1 modules load only for G1 tasks
+
+    return G1WalkFlat(max_episode_steps=cfg.max_episode_steps, robot_xml=cfg.robot_xml)
+
+
+def _g1_motion_tracking(cfg: TaskConfig) -> Task:
+    from duorl.envs.tasks.g1_tracking import G1MotionTracking
+
+    return G1MotionTracking(max_episode_steps=cfg.max_episode_steps, robot_xml=cfg.robot_xml,
+                            motion_file=cfg.motion_file)
+
+
+# task name -> factory
 _TASKS: dict[str, Callable[[TaskConfig], Task]] = {
     "pendulum_swingup": lambda cfg: PendulumSwingup(max_episode_steps=cfg.max_episode_steps),
+    "g1_walk_flat": _g1_walk_flat,
+    "g1_motion_tracking": _g1_motion_tracking,
 }
 TASKS: tuple[str, ...] = tuple(_TASKS)
 SIMS: tuple[str, ...] = ("mujoco", "mjwarp")
@@ -75,5 +90,7 @@ def make_vec_env(
     else:
         from duorl.envs.backends.mjwarp import MjWarpBackend
 
-        backend = MjWarpBackend(model, num_envs, task.substeps, dev)
+        # contact-rich tasks (the G1) size MuJoCo Warp's contact and constraint buffers
+        backend = MjWarpBackend(model, num_envs, task.substeps, dev,
+                                put_data_kwargs=getattr(task, "mjwarp_put_data_kwargs", None))
     return TaskVecEnv(task, backend, seed=seed, nan_guard=nan_guard)

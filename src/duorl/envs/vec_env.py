@@ -27,6 +27,56 @@ def _select(mask: torch.Tensor, a: Obs, b: Obs) -> Obs:
     return {k: torch.where(m, a[k], b[k]) for k in b}
 
 
+class _NanSnapshot:
+    """The first non-finite env state the NaN guard met, kept once, in preallocated device buffers.
+
+    record() is branch-free tensor work (no host sync): where `taken` is still False and some env
+    is bad, the lowest-index bad env's state before the step, its action, its state after the
+    step, observations and raw reward are copied in and `taken` becomes True; later bad envs are
+    only counted (info["nan_resets"]). Whoever already syncs (the collector at publish time) checks
+    `bool(env.nan_snapshot.taken)` and, once, saves `env.nan_snapshot.tensors()` to the run dir.
+    """
+
+    def __init__(self, n: int, backend: Backend, spec: EnvSpec, device: torch.device) -> None:
+        f = dict(device=device)
+        self.taken = torch.zeros((), dtype=torch.bool, **f)
+        self.env_index = torch.full((), -1, dtype=torch.int64, **f)
+        self.qpos = torch.zeros(backend.qpos.shape[1], dtype=backend.qpos.dtype, **f)
+        self.qvel = torch.zeros(backend.qvel.shape[1], dtype=backend.qvel.dtype, **f)
+        # the state the bad step started from: with `action`, a reproducer (MuJoCo C resets a
+        # diverged world itself, so the state after the step is not the interesting one there)
+        self.qpos_before = torch.zeros_like(self.qpos)
+        self.qvel_before = torch.zeros_like(self.qvel)
+        self._pre_qpos = torch.zeros_like(backend.qpos)
+        self._pre_qvel = torch.zeros_like(backend.qvel)
+        self.obs_actor = torch.zeros(spec.actor_obs_dim, **f)
+        self.obs_critic = torch.zeros(spec.critic_obs_dim, **f)
+        self.reward = torch.zeros((), **f)
+        self.action = torch.zeros(spec.action_dim, **f)
+        self._arange = torch.arange(n, **f)
+
+    def record(self, bad: torch.Tensor, sim: Backend, obs: Obs, reward: torch.Tensor, action: torch.Tensor) -> None:
+        take = bad.any() & ~self.taken
+        # lowest bad index (n where none is bad, then clamped: the copy is masked off anyway)
+        i = torch.where(bad, self._arange, bad.numel()).min().clamp_max(bad.numel() - 1)
+        for buf, src in ((self.qpos, sim.qpos), (self.qvel, sim.qvel), (self.obs_actor, obs["actor"]),
+                         (self.obs_critic, obs["critic"]), (self.action, action.to(self.action.dtype)),
+                         (self.qpos_before, self._pre_qpos), (self.qvel_before, self._pre_qvel)):
+            buf.copy_(torch.where(take, src.index_select(0, i.view(1))[0].to(buf.dtype), buf))
+        self.reward.copy_(torch.where(take, reward.index_select(0, i.view(1))[0].float(), self.reward))
+        self.env_index.copy_(torch.where(take, i, self.env_index))
+        self.taken |= take
+
+    def before_step(self, sim: Backend) -> None:
+        self._pre_qpos.copy_(sim.qpos)
+        self._pre_qvel.copy_(sim.qvel)
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """CPU copies for saving (torch.save / safetensors): call only where a host sync is fine."""
+        names = ("env_index", "qpos_before", "qvel_before", "action", "qpos", "qvel", "obs_actor", "obs_critic", "reward")
+        return {k: getattr(self, k).detach().cpu().clone() for k in names}
+
+
 class TaskVecEnv:
     """A batch of `num_envs` episodes of one task on one backend; see envs/base.py for step().
 
@@ -44,6 +94,19 @@ class TaskVecEnv:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(seed))
         task.bind(self.num_envs, self.device)
+        # per-env model fields (friction, masses) drawn once from the seeded stream, so a rebuilt
+        # env (resume) gets the same worlds before the generator state is restored
+        randomize = getattr(task, "model_randomization", None)
+        if randomize is not None:
+            fields = randomize(self.num_envs, self.generator)
+            if fields:
+                backend.set_model_fields(fields)
+        # optional per-step hooks (envs/tasks/base.py): advance() after rewards/terminations,
+        # truncated() for a task's own time limits (e.g. a reference clip that ends)
+        self._advance = getattr(task, "advance", None)
+        # evaluate(sim) -> (reward, terminated, obs): reward, terminated, advance and observe in one
+        self._evaluate = getattr(task, "evaluate", None)
+        self._task_truncated = getattr(task, "truncated", None)
 
         n, dev = self.num_envs, self.device
         self._ep_return = torch.zeros(n, dtype=torch.float32, device=dev)
@@ -51,6 +114,8 @@ class TaskVecEnv:
         self._all = torch.ones(n, dtype=torch.bool, device=dev)
         self._zero_count = torch.zeros((), dtype=torch.int64, device=dev)
         self._max_steps = self.spec.max_episode_steps
+        # NaN guard evidence: the first env found broken, as it was before its reset (see nan_snapshot)
+        self.nan_snapshot = _NanSnapshot(n, backend, self.spec, dev)
         # optional: an object with a `phase(name)` context manager (the collector's PhaseTimer) that
         # times the physics alone; None costs nothing
         self.phase_timer: Any = None
@@ -68,6 +133,8 @@ class TaskVecEnv:
 
     def step(self, actions: torch.Tensor) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         task, sim = self.task, self.backend
+        if self.nan_guard:
+            self.nan_snapshot.before_step(sim)
         ctrl = task.apply_action(actions)
         if self.phase_timer is None:
             sim.step(ctrl)
@@ -75,16 +142,24 @@ class TaskVecEnv:
             with self.phase_timer.phase("collector_backend_step_ms"):
                 sim.step(ctrl)
 
-        reward = task.reward(sim)
-        terminated = task.terminated(sim)
-        final_obs = task.observe(sim)
+        if self._evaluate is not None:  # one pass for all three (shared kinematics)
+            reward, terminated, final_obs = self._evaluate(sim)
+        else:
+            reward = task.reward(sim)
+            terminated = task.terminated(sim)
+            if self._advance is not None:
+                self._advance(sim)
+            final_obs = task.observe(sim)
         self._ep_length += 1
         truncated = self._ep_length >= self._max_steps
+        if self._task_truncated is not None:
+            truncated = truncated | self._task_truncated(sim)
 
         if self.nan_guard:
             bad = sim.diverged | ~_all_finite(sim.qpos) | ~_all_finite(sim.qvel) | ~torch.isfinite(reward)
             for v in final_obs.values():
                 bad = bad | ~_all_finite(v)
+            self.nan_snapshot.record(bad, sim, final_obs, reward, actions)
             # A broken env ends as *truncated*, not terminated: its learner target must not be a
             # terminal one, and its final_obs (replaced below by the reset obs) is finite.
             reward = torch.where(bad, torch.zeros_like(reward), reward)
@@ -114,6 +189,27 @@ class TaskVecEnv:
             "nan_resets": nan_resets,
         }
         return obs, reward, terminated, truncated, info
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the next step depends on (for exact resume): physics state, task state,
+        episode counters and the reset generator. Clones, no host sync."""
+        out: dict[str, Any] = {
+            "backend": self.backend.state_dict(),
+            "ep_return": self._ep_return.clone(),
+            "ep_length": self._ep_length.clone(),
+            "generator": self.generator.get_state(),
+        }
+        if hasattr(self.task, "state_dict"):
+            out["task"] = self.task.state_dict()
+        return out
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.backend.load_state_dict(state["backend"])
+        self._ep_return.copy_(state["ep_return"])
+        self._ep_length.copy_(state["ep_length"])
+        self.generator.set_state(state["generator"])
+        if "task" in state:
+            self.task.load_state_dict(state["task"])
 
     def close(self) -> None:
         self.backend.close()

@@ -20,6 +20,7 @@ from torch import nn
 
 from duorl.runtime.control import (
     COLLECTOR_PID,
+    FINAL_BOUNDARY,
     COLLECTOR_READY,
     STOP,
     TICKS_WRITTEN,
@@ -53,6 +54,11 @@ class CollectorArgs:
     learner_pid: int
     torch_threads: int = 0
     delay_ms: float = 0.0
+    # exact resume: where snapshots of the collector's state go, which iteration boundaries need one,
+    # and the snapshot to start from (None = a fresh env)
+    snapshot_dir: str | None = None
+    snapshot_every: int = 0
+    restore: dict[str, Any] | None = None
 
 
 def _die_with_parent() -> None:
@@ -116,12 +122,19 @@ def _run(args: CollectorArgs) -> None:
     s = args.env_steps_per_sync
 
     obs = _to(env.reset(), device)
+    if args.restore is not None:
+        obs = _restore(args.restore, env, actor, gen, device)
+    snapshots = _Snapshots(args.snapshot_dir)
     control.set(COLLECTOR_READY, 1)
     k = args.start_iteration
     while True:
         control.set_phase("waiting for weights")
-        waited = wait_until(lambda: control.get(WEIGHTS_VERSION) >= k, learner_alive, "waiting for weights", stop)
+        try:
+            waited = wait_until(lambda: control.get(WEIGHTS_VERSION) >= k, learner_alive, "waiting for weights", stop)
+        except StopRequested:
+            waited = 0.0
         if stop():
+            snapshots.persist(control.get(FINAL_BOUNDARY))
             return
         t_iter = time.perf_counter()
         board.load_into(actor, k)
@@ -138,7 +151,7 @@ def _run(args: CollectorArgs) -> None:
                 terminated, truncated = terminated.to(device), truncated.to(device)
                 final_obs = _to(info["final_obs"], device)
                 with timer.phase("collector_replay_write_ms"):
-                    ring.write(tick, obs, action, reward, final_obs, terminated.float())
+                    ring.write(tick, obs, action, reward, final_obs, terminated.float(), truncated.float())
                 acc.add(reward, terminated | truncated, info, device)
             obs = next_obs
         if args.delay_ms > 0:
@@ -149,9 +162,78 @@ def _run(args: CollectorArgs) -> None:
         stats["collector_learner_wait_ms"] = waited * 1e3
         stats["collector_iteration_ms"] = (time.perf_counter() - t_iter) * 1e3
         stats.update(acc.result())
+        # the state after iteration k is the start of iteration k+1: keep it for a checkpoint there
+        snapshots.take(k, env, actor, gen, obs)
+        if args.snapshot_every > 0 and (k + 1) % args.snapshot_every == 0:
+            snapshots.persist(k + 1)
         control.write_stats(k, stats)
         control.set(TICKS_WRITTEN, (k + 1) * s)
         k += 1
+
+
+def snapshot_path(directory: str | os.PathLike, boundary: int) -> str:
+    """Where the collector leaves its state at an iteration boundary for the learner's checkpoint."""
+    return os.path.join(directory, f".collector_{boundary:06d}.pt")
+
+
+class _Snapshots:
+    """The collector's state after each of its last two iterations (env, exploration RNG, the obs the
+    next tick acts on). Two, because when a run stops the collector may already have finished the
+    iteration after the learner's last one."""
+
+    def __init__(self, directory: str | None) -> None:
+        self.directory = directory
+        self.slots: list[dict[str, Any] | None] = [None, None]
+
+    def take(self, iteration: int, env: Any, actor: nn.Module, gen: torch.Generator, obs: dict[str, torch.Tensor]) -> None:
+        if self.directory is None or not hasattr(env, "state_dict"):
+            return
+        snap: dict[str, Any] = {
+            "iteration": iteration,
+            "env": env.state_dict(),
+            "obs": {key: v.clone() for key, v in obs.items()},
+            "explore_generator": gen.get_state(),
+        }
+        if hasattr(actor, "exploration_state"):
+            snap["actor_exploration"] = actor.exploration_state()
+        self.slots[iteration % 2] = snap
+
+    def persist(self, boundary: int) -> None:
+        """Write the state at `boundary` (after iteration boundary-1), if this collector has it."""
+        if self.directory is None or boundary <= 0:
+            return
+        snap = self.slots[(boundary - 1) % 2]
+        if snap is None or snap["iteration"] != boundary - 1:
+            return
+        path = snapshot_path(self.directory, boundary)
+        tmp = path + f".tmp-{os.getpid()}"
+        torch.save(_to_cpu(snap), tmp)
+        os.replace(tmp, path)
+
+
+def _to_cpu(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    return obj
+
+
+def _restore(snap: dict[str, Any], env: Any, actor: nn.Module, gen: torch.Generator, device: torch.device) -> dict[str, torch.Tensor]:
+    env.load_state_dict(_to_device(snap["env"], env.device))
+    gen.set_state(snap["explore_generator"])
+    if "actor_exploration" in snap and hasattr(actor, "load_exploration_state"):
+        actor.load_exploration_state(_to_device(snap["actor_exploration"], device))
+    return _to(snap["obs"], device)
+
+
+def _to_device(obj: Any, device: torch.device) -> Any:
+    if isinstance(obj, torch.Tensor):
+        # generator states are CPU byte tensors and must stay on the CPU
+        return obj if obj.dtype == torch.uint8 else obj.to(device)
+    if isinstance(obj, dict):
+        return {k: _to_device(v, device) for k, v in obj.items()}
+    return obj
 
 
 def _to(obs: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:

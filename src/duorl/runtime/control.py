@@ -23,6 +23,7 @@ COLLECTOR_READY = 3  # collector: env and actor built
 COLLECTOR_FAILED = 4  # collector: 1 = it raised; message in the error buffer
 COLLECTOR_PHASE = 5  # collector: what it is doing (a Phase value), for error messages
 COLLECTOR_PID = 6
+FINAL_BOUNDARY = 7  # learner: the iteration boundary of the final checkpoint (set before STOP)
 N_SLOTS = 8
 
 # collector statistics, one row per iteration parity (iteration k writes row k % 2)

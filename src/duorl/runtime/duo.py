@@ -23,6 +23,7 @@ from duorl.runtime.collector import CollectorArgs, collector_main
 from duorl.runtime.control import (
     COLLECTOR_FAILED,
     COLLECTOR_READY,
+    FINAL_BOUNDARY,
     STOP,
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
@@ -32,7 +33,7 @@ from duorl.runtime.control import (
     StopRequested,
     wait_until,
 )
-from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readable_window
+from duorl.runtime.replay import AgeBias, ReplayLayout, ReplayRing, ReplaySampler, readable_window
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import WeightBoard
 
@@ -56,6 +57,24 @@ class DuoSettings:
     collector_delay_ms: float = 0.0
     learner_delay_ms: float = 0.0
     check_replay_window: bool = False
+    # learner iterations as whole-cycle CUDA graphs (duorl.graphs; CUDA only)
+    whole_cycle_cuda_graph: bool = False
+    # age-biased replay sampling (WarpSAC); None = uniform over the readable window
+    replay_age_bias: AgeBias | None = None
+    # where the collector leaves its state for checkpoints (None: no exact-resume state is kept)
+    snapshot_dir: str | None = None
+    checkpoint_replay: bool = False
+
+
+@dataclass
+class ResumeState:
+    """What a checkpoint gives the runtime back (the learner's own state is restored by its owner)."""
+
+    iteration: int  # the iteration boundary the checkpoint was taken at
+    replay_generator: torch.Tensor
+    collector: dict[str, Any] | None  # the collector's state at that boundary (None: fresh envs)
+    replay: dict[str, torch.Tensor] | None  # the ring's tensors (None: refill replay after resume)
+    replay_origin: int = 0  # the first tick the saved ring holds (an earlier resume without replay)
 
 
 class Reporter(Protocol):
@@ -65,7 +84,9 @@ class Reporter(Protocol):
 
     def log(self, iteration: int, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None: ...
 
-    def checkpoint(self, iteration: int, env_steps: int, final: bool) -> None: ...
+    def checkpoint(self, iteration: int, env_steps: int, final: bool, runtime_state: dict[str, Any]) -> None:
+        """runtime_state: replay_generator, collector (snapshot or None), replay (tensors or None),
+        replay_bytes."""
 
 
 @dataclass
@@ -78,6 +99,7 @@ class DuoResult:
     last_metrics: dict[str, float] = field(default_factory=dict)
     replay_window_violations: int = 0
     replay_samples_checked: int = 0
+    graph: dict[str, Any] | None = None  # WholeCycleGraph.state() when the graph was enabled
 
 
 class _StopFlag:
@@ -118,6 +140,8 @@ class Duo:
         env_factory: Callable[[], Any],
         actor_factory: Callable[[torch.device], nn.Module],
         reporter: Reporter,
+        resume: ResumeState | None = None,
+        on_collector_ready: Callable[[int], dict[str, Any]] | None = None,
     ) -> None:
         s = settings
         if s.buffer_size < 2 * s.env_steps_per_sync:
@@ -131,6 +155,9 @@ class Duo:
         self.env_factory = env_factory
         self.actor_factory = actor_factory
         self.reporter = reporter
+        self.resume = resume
+        # called once both processes hold their device context (MPS evidence); returns manifest entries
+        self.on_collector_ready = on_collector_ready
         self.device = torch.device(settings.device)
         self.process: mp.Process | None = None
         self._done_iterations = 0
@@ -144,7 +171,13 @@ class Duo:
         self.control = ControlBlock.allocate()
         gen = torch.Generator(device=self.device)
         gen.manual_seed(s.replay_seed)
-        self.sampler = ReplaySampler(self.ring, gen, check_window=s.check_replay_window)
+        self.sampler = ReplaySampler(self.ring, gen, check_window=s.check_replay_window, age_bias=s.replay_age_bias)
+        self.graph = None
+        if s.whole_cycle_cuda_graph:
+            from duorl.graphs import WholeCycleGraph
+
+            # the sampler draws inside the captured iteration: its generator replays with the graph
+            self.graph = WholeCycleGraph(self.learner, extra_generators=[gen])
 
     def _spawn_collector(self, start_iteration: int) -> None:
         s = self.s
@@ -160,6 +193,9 @@ class Duo:
             env_steps_per_sync=s.env_steps_per_sync,
             start_iteration=start_iteration,
             explore_seed=s.explore_seed,
+            snapshot_dir=s.snapshot_dir,
+            snapshot_every=s.save_interval,
+            restore=self.resume.collector if self.resume is not None else None,
             learner_pid=os.getpid(),
             torch_threads=s.torch_threads,
             delay_ms=s.collector_delay_ms,
@@ -186,7 +222,8 @@ class Duo:
         s = self.s
         t_start = time.perf_counter()
         self._allocate()
-        start = 0
+        start = self._restore()
+        self._done_iterations = start
         k = start
         status, error = "completed", None
         last: dict[str, float] = {}
@@ -203,7 +240,10 @@ class Duo:
                     "the learner waited for the collector to build its env",
                     stop,
                 )
-                self.reporter.started(self._manifest())
+                manifest = self._manifest()
+                if self.on_collector_ready is not None:
+                    manifest.update(self.on_collector_ready(self.process.pid))
+                self.reporter.started(manifest)
                 last = self._loop(start, stop, t_start)
             except StopRequested:
                 status = "interrupted"
@@ -216,11 +256,11 @@ class Duo:
                 raise e
             finally:
                 k = self._done_iterations
-        self._shutdown()
+        self._shutdown(final_boundary=k)
         if status == "completed" and stop():
             status = "interrupted"
         env_steps = self.control.get(TICKS_WRITTEN) * s.num_envs
-        self.reporter.checkpoint(k, env_steps, final=True)
+        self.reporter.checkpoint(k, env_steps, final=True, runtime_state=self._runtime_state(k))
         return DuoResult(
             status=status,
             iterations=k,
@@ -230,7 +270,44 @@ class Duo:
             last_metrics=last,
             replay_window_violations=self.sampler.violations,
             replay_samples_checked=self.sampler.samples_checked,
+            graph=self.graph.state() if self.graph is not None else None,
         )
+
+    def _restore(self) -> int:
+        """Apply a resume state; returns the first iteration to run."""
+        self.replay_origin = 0
+        r = self.resume
+        if r is None:
+            return 0
+        self.sampler.generator.set_state(r.replay_generator)
+        if r.replay is not None:
+            for key, t in self.ring.t.items():
+                t.copy_(r.replay[key])
+            self.replay_origin = r.replay_origin
+        else:
+            # without the ring, only ticks collected after the resume exist
+            self.replay_origin = r.iteration * self.s.env_steps_per_sync
+        # every tick before the boundary counts as written: learner iteration r.iteration needs no wait
+        self.control.set(TICKS_WRITTEN, r.iteration * self.s.env_steps_per_sync)
+        return r.iteration
+
+    def _runtime_state(self, boundary: int) -> dict[str, Any]:
+        """The runtime's part of a checkpoint at an iteration boundary."""
+        from duorl.runtime.collector import snapshot_path
+
+        collector = None
+        if self.s.snapshot_dir is not None:
+            path = snapshot_path(self.s.snapshot_dir, boundary)
+            if os.path.exists(path):
+                collector = torch.load(path, map_location="cpu", weights_only=False)
+                os.remove(path)
+        return {
+            "replay_generator": self.sampler.generator.get_state(),
+            "collector": collector,
+            "replay": {k: v for k, v in self.ring.t.items()} if self.s.checkpoint_replay else None,
+            "replay_origin": self.replay_origin,
+            "replay_bytes": self.layout.nbytes(),
+        }
 
     def _loop(self, start: int, stop: _StopFlag, t_start: float) -> dict[str, float]:
         s = self.s
@@ -253,20 +330,25 @@ class Duo:
                 f"the learner waited for ticks < {hi} (iteration {k})",
                 stop,
             )
-            cstats = self.control.read_stats(k - 1) if k > 0 else None
-            if k > 0:
+            cstats = self.control.read_stats(k - 1) if k > start else None
+            origin = self.replay_origin
+            if k > 0 and (k - 1) * sps >= origin:
                 new_a, new_c = self.ring.ticks_obs((k - 1) * sps, hi)
                 self.learner.observe(new_a, new_c)
-            if hi >= max(s.learning_starts, 1) and s.updates_per_step > 0:
+                if hasattr(self.learner, "observe_rewards"):
+                    self.learner.observe_rewards(*self.ring.ticks_rewards((k - 1) * sps, hi))
+            if hi - origin >= max(s.learning_starts, 1) and s.updates_per_step > 0:
                 lo, hi = readable_window(k, sps, s.buffer_size)
-                self.sampler.set_window(lo, hi)
+                self.sampler.set_window(max(lo, origin), hi)
                 with timer.phase("learner_train_ms"):
-                    metrics_dev = self.learner.train_iteration(self.sampler.sample, s.updates_per_step)
+                    train = self.graph.train_iteration if self.graph is not None else self.learner.train_iteration
+                    metrics_dev = train(self.sampler.sample, s.updates_per_step)
             if s.learner_delay_ms > 0:
                 time.sleep(s.learner_delay_ms / 1e3)
             t_pub = time.perf_counter()
             if k == s.max_iterations - 1:
                 # no collector iteration needs W_max: let the collector stop instead of running it
+                self.control.set(FINAL_BOUNDARY, s.max_iterations)
                 self.control.set(STOP, 1)
             self.board.publish(self.learner.actor, k + 1)
             sync(self.device)  # the publish: weights are in memory before the version says so
@@ -314,7 +396,16 @@ class Duo:
                 iter_ms_sum = wait_ms_sum = publish_ms_sum = 0.0
                 iters_in_log = 0
             if (k + 1) % s.save_interval == 0 and k + 1 < s.max_iterations:
-                self.reporter.checkpoint(k + 1, self.control.get(TICKS_WRITTEN) * n, final=False)
+                # the collector leaves its state at this boundary when it finishes iteration k
+                wait_until(
+                    lambda: self.control.get(TICKS_WRITTEN) >= (k + 1) * sps,
+                    self._collector_alive,
+                    f"the learner waited for the collector's state at iteration {k + 1}",
+                    stop,
+                )
+                self.reporter.checkpoint(
+                    k + 1, self.control.get(TICKS_WRITTEN) * n, final=False, runtime_state=self._runtime_state(k + 1)
+                )
         return last
 
     def _manifest(self) -> dict[str, Any]:
@@ -331,10 +422,13 @@ class Duo:
             "weight_board_floats": int(self.board.slots.shape[1]),
         }
 
-    def _shutdown(self) -> None:
-        """Stop the collector; never leave it behind."""
+    def _shutdown(self, final_boundary: int = 0) -> None:
+        """Stop the collector; never leave it behind. It leaves its state at `final_boundary`."""
+        if getattr(self, "graph", None) is not None:
+            self.graph.release()  # graphs go before anything they reference (and, later, the process group)
         if not hasattr(self, "control"):
             return
+        self.control.set(FINAL_BOUNDARY, final_boundary)
         self.control.set(STOP, 1)
         p = self.process
         if p is None:

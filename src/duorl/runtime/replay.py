@@ -33,11 +33,29 @@ class ReplayLayout:
         return self.num_envs * self.capacity_ticks
 
     def nbytes(self) -> int:
-        per_row = 2 * (self.actor_obs_dim + self.critic_obs_dim) + self.action_dim + 2
+        per_row = 2 * (self.actor_obs_dim + self.critic_obs_dim) + self.action_dim + 3
         return 4 * per_row * self.transitions + 8 * self.capacity_ticks
 
 
 FIELDS = ("obs_actor", "obs_critic", "action", "reward", "next_obs_actor", "next_obs_critic", "terminated")
+
+
+@dataclass(frozen=True)
+class AgeBias:
+    """Age-biased sampling (WarpSAC): tick weight max(min_weight, 1 - age / decay_ticks), age 0 = newest.
+
+    decay_ticks = 0 spans the decay over the current window (1 at the newest tick, falling linearly
+    toward 0 at the oldest, floored at min_weight). Weights are evaluated per bucket: the window is cut into at most `num_buckets` runs of
+    consecutive ticks (all of them when it has fewer ticks), each weighted at its mean age.
+    """
+
+    decay_ticks: int = 0
+    min_weight: float = 0.1
+    num_buckets: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.decay_ticks < 0 or not 0.0 < self.min_weight <= 1.0 or self.num_buckets < 1:
+            raise ValueError(f"invalid AgeBias {self}: decay_ticks >= 0, 0 < min_weight <= 1, num_buckets >= 1")
 
 
 def readable_window(iteration: int, env_steps_per_sync: int, capacity_ticks: int) -> tuple[int, int]:
@@ -67,6 +85,9 @@ class ReplayRing:
             "next_obs_critic": (layout.critic_obs_dim,),
             "terminated": (),
         }
+        # truncated: time-limit ends, which the learner needs only to follow returns per env (rewards
+        # scaled by the discounted return); the critic target uses `terminated` alone
+        dims["truncated"] = ()
         tensors = {k: torch.zeros((c, n, *d), dtype=torch.float32, device=device) for k, d in dims.items()}
         # the tick each row holds (-1 = never written): lets tests prove which ticks were sampled
         tensors["tick"] = torch.full((c,), -1, dtype=torch.int64, device=device)
@@ -83,6 +104,7 @@ class ReplayRing:
         reward: torch.Tensor,
         next_obs: dict[str, torch.Tensor],
         terminated: torch.Tensor,
+        truncated: torch.Tensor | None = None,
     ) -> None:
         """Store one tick of transitions (no host sync)."""
         row = tick % self.capacity
@@ -94,6 +116,10 @@ class ReplayRing:
         t["next_obs_actor"][row].copy_(next_obs["actor"])
         t["next_obs_critic"][row].copy_(next_obs["critic"])
         t["terminated"][row].copy_(terminated)
+        if truncated is not None:
+            t["truncated"][row].copy_(truncated)
+        else:
+            t["truncated"][row].zero_()
         t["tick"][row].fill_(tick)
 
     def ticks_obs(self, lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -103,13 +129,22 @@ class ReplayRing:
         c = self.t["obs_critic"][rows].reshape(-1, self.layout.critic_obs_dim)
         return a, c
 
+    def ticks_rewards(self, lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rewards and episode ends (terminated or truncated) of ticks [lo, hi), [hi-lo, N] each, in tick order."""
+        rows = torch.arange(lo, hi, device=self.t["tick"].device) % self.capacity
+        done = torch.maximum(self.t["terminated"][rows], self.t["truncated"][rows])
+        return self.t["reward"][rows], done
+
 
 class ReplaySampler:
-    """Uniform sampling over the readable window, driven by device tensors so that it needs no host
-    sync (and can later live inside a CUDA graph)."""
+    """Sampling over the readable window, uniform or age-biased, driven by device tensors so that it
+    needs no host sync (and is captured inside the learner's CUDA graph: register `generator`)."""
 
-    def __init__(self, ring: ReplayRing, generator: torch.Generator, check_window: bool = False) -> None:
+    def __init__(
+        self, ring: ReplayRing, generator: torch.Generator, check_window: bool = False, age_bias: AgeBias | None = None
+    ) -> None:
         self.ring = ring
+        self.age_bias = age_bias if age_bias is not None and age_bias.min_weight < 1.0 else None
         device = ring.t["tick"].device
         self.device = device
         self.generator = generator
@@ -129,11 +164,14 @@ class ReplaySampler:
     def sample(self, batch_size: int) -> Batch:
         n = self.ring.layout.num_envs
         lo, hi = self.window[0], self.window[1]
-        count = (hi - lo) * n
-        u = torch.rand(batch_size, generator=self.generator, device=self.device, dtype=torch.float64)
-        flat = torch.minimum((u * count).long(), count - 1)
-        tick = lo + torch.div(flat, n, rounding_mode="floor")
-        env = flat % n
+        if self.age_bias is None:
+            count = (hi - lo) * n
+            u = torch.rand(batch_size, generator=self.generator, device=self.device, dtype=torch.float64)
+            flat = torch.minimum((u * count).long(), count - 1)
+            tick = lo + torch.div(flat, n, rounding_mode="floor")
+            env = flat % n
+        else:
+            tick, env = self._sample_age_biased(batch_size, lo, hi)
         row = tick % self.ring.capacity
         t = self.ring.t
         if self.check_window:
@@ -147,6 +185,38 @@ class ReplaySampler:
             next_obs_critic=t["next_obs_critic"][row, env],
             terminated=t["terminated"][row, env],
         )
+
+    def bucket_weights(self, lo: torch.Tensor, hi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(first tick, tick count, sampling mass) per bucket of the window [lo, hi), float64 mass.
+
+        Fixed shapes whatever the window: buckets = min(num_buckets, capacity); bucket j covers ticks
+        [lo + floor(j*W/B), lo + floor((j+1)*W/B)), W = hi - lo, so empty buckets (W < B) get no mass
+        and the last bucket is never empty.
+        """
+        bias = self.age_bias
+        assert bias is not None
+        nb = min(bias.num_buckets, self.ring.capacity)
+        j = torch.arange(nb + 1, device=self.device, dtype=torch.int64)
+        w = hi - lo
+        edges = lo + torch.div(j * w, nb, rounding_mode="floor")
+        start, size = edges[:-1], edges[1:] - edges[:-1]
+        # mean age of a bucket's ticks: newest tick hi-1 has age 0
+        mean_age = (hi - 1).double() - (start.double() + (size.double() - 1.0) * 0.5)
+        span = float(bias.decay_ticks) if bias.decay_ticks > 0 else w.double().clamp(min=1.0)
+        weight = (1.0 - mean_age / span).clamp(min=bias.min_weight)
+        return start, size, weight * size.double()
+
+    def _sample_age_biased(self, batch_size: int, lo: torch.Tensor, hi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        start, size, mass = self.bucket_weights(lo, hi)
+        cdf = torch.cumsum(mass, 0)
+        u = torch.rand(3, batch_size, generator=self.generator, device=self.device, dtype=torch.float64)
+        # inverse CDF over buckets (an empty bucket adds no step to the CDF, so it is never picked)
+        bucket = torch.searchsorted(cdf, u[0] * cdf[-1], right=True).clamp_(max=cdf.numel() - 1)
+        count = size[bucket]
+        tick = start[bucket] + torch.minimum((u[1] * count).long(), count - 1)
+        n = self.ring.layout.num_envs
+        env = (u[2] * n).long().clamp_(max=n - 1)
+        return tick, env
 
     def _check(self, row: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> None:
         # debug only: a row whose stamp is outside [lo, hi) was either overwritten for a newer tick

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
+from duorl.algos.capture import CycleCaptureMixin
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
 from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
 from duorl.algos.sac.normalizer import RunningObsNormalizer
@@ -71,8 +72,8 @@ def derive_seed(seed: int, stream: int) -> int:
     return (seed * 6364136223846793005 + 1442695040888963407 * (stream + 1)) % (2**63)
 
 
-class SACLearner:
-    """FastSAC learner implementing `duorl.algos.base.Learner`."""
+class SACLearner(CycleCaptureMixin):
+    """FastSAC learner implementing `duorl.algos.base.Learner` and `duorl.graphs.GraphCapturable`."""
 
     def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
         self.cfg = cfg
@@ -110,6 +111,8 @@ class SACLearner:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(derive_seed(seed, 1))
         self.num_updates = 0  # critic updates so far; drives the actor schedule
+        self.state_generation = 0  # bumped by load_state_dict: captured CUDA graphs are stale
+        self.grad_callbacks: list = []  # called with the parameters after backward, before each step
         # actor-side metrics of the latest actor update, reported by calls that have none
         self._last_actor_metrics = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
 
@@ -139,6 +142,17 @@ class SACLearner:
             yield
         finally:
             self.critic.requires_grad_(True)
+
+    # ------------------------------------------------------------------ graph support
+
+    def graph_optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer]
+
+    def graph_modules(self) -> list[nn.Module]:
+        mods: list[nn.Module] = [self.actor, self.critic, self.critic_target]
+        if self.critic_obs_norm is not None:
+            mods.append(self.critic_obs_norm)
+        return mods
 
     # ------------------------------------------------------------------ Learner protocol
 
@@ -209,6 +223,7 @@ class SACLearner:
         self.generator.set_state(state["generator"].cpu())
         for k in _ACTOR_METRICS:
             self._last_actor_metrics[k].copy_(state["last_actor_metrics"][k])
+        self.state_generation += 1
 
     @staticmethod
     def _load_optimizer(optimizer: torch.optim.Optimizer, state: dict) -> None:
@@ -234,6 +249,7 @@ class SACLearner:
     ) -> None:
         optimizer.zero_grad(set_to_none=False)
         loss.backward()
+        self.run_grad_callbacks(params)
         if clip and self.cfg.max_grad_norm > 0:
             # clip_grad_norm_ scales by a device tensor: no host sync
             nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)

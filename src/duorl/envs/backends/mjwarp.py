@@ -121,6 +121,21 @@ class MjWarpBackend:
             else:
                 self._substeps()
 
+    def set_model_fields(self, fields: dict[str, torch.Tensor]) -> None:
+        """Give each world its own values of model fields: {name: [N, *field.shape]}. MuJoCo Warp
+        indexes batched model arrays by world modulo their leading size (1 after put_model), so an
+        array with one row per world replaces the shared one. Call before the first step (a
+        captured graph would keep the old array)."""
+        wp = self._wp
+        self._field_tensors = getattr(self, "_field_tensors", {})
+        for name, values in fields.items():
+            old = getattr(self._m, name)
+            if values.shape[0] != self.num_envs or tuple(values.shape[1:2]) != tuple(old.shape[1:2]):
+                raise ValueError(f"{name}: expected [{self.num_envs}, {old.shape[1]}, ...], got {tuple(values.shape)}")
+            t = values.detach().to(self.device, torch.float32).contiguous()
+            self._field_tensors[name] = t  # keeps the memory the warp array views alive
+            setattr(self._m, name, wp.from_torch(t, dtype=old.dtype))
+
     def reset_envs(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         m = mask.unsqueeze(1)
         self.qpos.copy_(torch.where(m, qpos.to(self.qpos.dtype), self.qpos))
@@ -128,6 +143,18 @@ class MjWarpBackend:
         self.time.masked_fill_(mask, 0.0)
         for t in self._cleared:
             t.masked_fill_(mask.view(-1, *([1] * (t.dim() - 1))), 0.0)
+
+    def _state_views(self) -> dict[str, torch.Tensor]:
+        views = {"qpos": self.qpos, "qvel": self.qvel, "time": self.time, "ctrl": self.ctrl, "sensordata": self.sensordata}
+        views.update({f"cleared_{i}": t for i, t in enumerate(self._cleared)})
+        return views
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {k: v.clone() for k, v in self._state_views().items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        for k, v in self._state_views().items():
+            v.copy_(state[k])
 
     def close(self) -> None:
         self._graph = None

@@ -7,6 +7,7 @@ MuJoCo "full physics" state rows; the torch tensors exposed here are zero-copy v
 
 from __future__ import annotations
 
+import copy
 import os
 
 import mujoco
@@ -103,11 +104,32 @@ class MujocoBackend:
         torch.lt(elapsed, (self.substeps - 0.5) * self._dt, out=self.diverged)
         self.state.copy_(self._out_t[:, -1])
 
+    def set_model_fields(self, fields: dict[str, torch.Tensor]) -> None:
+        """Give each world its own values of MjModel fields: {name: [N, *field.shape]}. The rollout
+        takes one model per world, so each world gets its own copy of the model (small for the
+        env counts this CPU backend runs)."""
+        if self._models and self._models[0] is self._models[-1]:
+            self._models = [copy.copy(self._model) for _ in range(self.num_envs)]
+        for name, values in fields.items():
+            vals = values.detach().cpu().numpy()
+            ref = getattr(self._model, name)
+            if vals.shape != (self.num_envs, *ref.shape):
+                raise ValueError(f"{name}: expected shape {(self.num_envs, *ref.shape)}, got {vals.shape}")
+            for m, v in zip(self._models, vals):
+                getattr(m, name)[...] = v
+
     def reset_envs(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         m = mask.unsqueeze(1)
         self.state.copy_(torch.where(m, self._init_row, self.state))
         self.qpos.copy_(torch.where(m, qpos.to(self.qpos.dtype), self.qpos))
         self.qvel.copy_(torch.where(m, qvel.to(self.qvel.dtype), self.qvel))
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"state": self.state.clone(), "sensordata": torch.from_numpy(self._sens.copy())}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.state.copy_(state["state"])
+        self._sens[...] = state["sensordata"].numpy()
 
     def close(self) -> None:
         if self._rollout is not None and self._rollout.rollout_ is not None:

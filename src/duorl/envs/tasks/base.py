@@ -9,10 +9,26 @@ The generic VecEnv calls, per step:
     ctrl = task.apply_action(actions)          # before physics
     backend.step(ctrl)
     reward, terminated = task.reward(sim), task.terminated(sim)
+    task.advance(sim)                          # optional
+    truncated |= task.truncated(sim)           # optional
     final_obs = task.observe(sim)
     qpos, qvel = task.reset(done, generator)   # candidates; only rows where done is True are used
     backend.reset_envs(done, qpos, qvel)
     obs = task.observe(sim) where done, final_obs elsewhere
+
+Optional members a task may define (looked up with getattr; the pendulum has none):
+    advance(sim) -> None                  per-step task state that must change *after* the reward of
+                                          the step (e.g. redrawing a command the next obs shows)
+    truncated(sim) -> [N] bool            the task's own time limit (a reference clip that ends)
+    evaluate(sim) -> (reward, terminated, obs)
+                                          the same as reward, terminated, advance, observe in that
+                                          order, sharing work (one kinematics pass); used if present
+    model_randomization(num_envs, generator) -> {MjModel field: [N, *shape]}
+                                          per-env model fields drawn once at build (domain
+                                          randomisation), applied with Backend.set_model_fields
+    mjwarp_put_data_kwargs: dict          contact/constraint capacities for MuJoCo Warp (nconmax, njmax)
+    state_dict() / load_state_dict(state) the task's buffers, for exact resume
+A task that draws random numbers during an episode (advance) keeps the generator reset() received.
 """
 
 from __future__ import annotations

@@ -1,0 +1,352 @@
+"""FlashSAC learner (and WarpSAC, which differs only in replay sampling, chosen by the runtime).
+
+One update (DESIGN.md §3 runs `num_updates` of them per learner iteration), in FlashSAC's order:
+  lr       linear warm-up then cosine, from a device-side update counter (schedule.py)
+  actor    every `policy_frequency`-th update, first: alpha*log pi - min(Q1, Q2), the actor run on
+           current and next observations in one pass (BatchNorm statistics over both), the critic
+           with its running statistics
+  alpha    with the actor: alpha * (entropy - target), target = entropy of a Gaussian with std
+           `target_entropy_std` per action dim
+  critic   cross-entropy to the projected soft distributional target; the target critic and the
+           critic are each fed current and next observations in one forward pass; clipped double-Q
+           by keeping the next-state distribution of the member with the smaller mean
+  targets  Polyak average with tau
+After every optimizer step the updated network's weights are re-projected to unit norm (layers.py).
+Rewards are divided by the running scale of the discounted return (reward_scale.py).
+
+Graph-friendly like the SAC learner: no host reads, fixed shapes, device learning rates, capturable
+fused Adam on CUDA, gradients allocated once and zeroed in place, every random draw from
+`self.generator`; the actor schedule follows the host counter `num_updates` (capture.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+from typing import TYPE_CHECKING, Iterator
+
+import torch
+from torch import nn
+
+from duorl.algos.base import Batch, SampleFn
+from duorl.algos.capture import CycleCaptureMixin
+from duorl.algos.flashsac.networks import FlashSACActor, FlashSACCritic, target_entropy_from_std
+from duorl.algos.flashsac.reward_scale import ReturnScale
+from duorl.algos.flashsac.schedule import WarmupCosine
+from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
+from duorl.algos.sac.learner import derive_seed
+from duorl.algos.sac.normalizer import RunningObsNormalizer
+
+if TYPE_CHECKING:
+    from duorl.config.schema import AlgoConfig
+    from duorl.envs.base import EnvSpec
+
+METRIC_KEYS = (
+    "Loss/critic", "Loss/actor", "Loss/alpha", "Policy/alpha", "Policy/entropy", "Policy/q_mean",
+    "Policy/reward_scale", "Policy/learning_rate",
+)
+_ACTOR_METRICS = ("Loss/actor", "Loss/alpha", "Policy/entropy")
+
+
+def build_actor(cfg: AlgoConfig, spec: EnvSpec) -> FlashSACActor:
+    """The actor architecture shared by the learner and the collector (weights on CPU, fp32)."""
+    return FlashSACActor(
+        obs_dim=spec.actor_obs_dim,
+        action_dim=spec.action_dim,
+        hidden_dim=cfg.actor_hidden_dim,
+        num_blocks=cfg.actor_num_blocks,
+        expansion=cfg.block_expansion,
+        log_std_min=cfg.log_std_min,
+        log_std_max=cfg.log_std_max,
+        obs_normalization=cfg.obs_normalization,
+        noise_zeta_mu=cfg.noise_zeta_mu,
+        noise_zeta_max=cfg.noise_zeta_max,
+    )
+
+
+def build_critic(cfg: AlgoConfig, spec: EnvSpec) -> FlashSACCritic:
+    return FlashSACCritic(
+        obs_dim=spec.critic_obs_dim,
+        action_dim=spec.action_dim,
+        hidden_dim=cfg.critic_hidden_dim,
+        num_blocks=cfg.critic_num_blocks,
+        expansion=cfg.block_expansion,
+        num_atoms=cfg.num_atoms,
+        v_min=cfg.v_min,
+        v_max=cfg.v_max,
+    )
+
+
+def categorical_td_target(
+    next_probs: torch.Tensor,
+    support: torch.Tensor,
+    reward: torch.Tensor,
+    discount: torch.Tensor,
+    entropy_shift: torch.Tensor,
+    v_min: float,
+    v_max: float,
+) -> torch.Tensor:
+    """The critic's target distribution [B, K] from the target critic's next-state probabilities [2, B, K].
+
+    Clipped double-Q for distributions: per sample, the whole distribution of the member with the
+    smaller mean (ties: member 0), shifted to r + discount * (z - entropy_shift) and projected back
+    onto the support (mass-conserving, scatter-free: bitwise reproducible on CUDA).
+    """
+    next_q = (next_probs * support).sum(-1)  # [2, B]
+    chosen = torch.where((next_q[0] <= next_q[1]).unsqueeze(-1), next_probs[0], next_probs[1])
+    atoms = soft_target_atoms(support, reward, discount, entropy_shift)
+    return categorical_projection(chosen, atoms, v_min, v_max)
+
+
+class FlashSACLearner(CycleCaptureMixin):
+    """FlashSAC learner implementing `duorl.algos.base.Learner` and `duorl.graphs.GraphCapturable`."""
+
+    def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
+        self.cfg = cfg
+        self.device = torch.device(device)
+        if cfg.policy_frequency < 1:
+            raise ValueError(f"algo.policy_frequency must be >= 1, got {cfg.policy_frequency}")
+
+        # initialise on CPU from `seed` alone (same weights on every device and rank; global RNG untouched)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed(seed, 0))
+            actor = build_actor(cfg, spec)
+            critic = build_critic(cfg, spec)
+        self.actor: FlashSACActor = actor.to(self.device)
+        self.critic = critic.to(self.device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.critic_obs_norm = (
+            RunningObsNormalizer(spec.critic_obs_dim).to(self.device) if cfg.obs_normalization else None
+        )
+        self.reward_scale = ReturnScale(cfg.gamma, cfg.normalized_return_max).to(self.device)
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(cfg.alpha_init), device=self.device))
+        self.target_entropy = target_entropy_from_std(cfg.target_entropy_std, spec.action_dim)
+
+        decay = cfg.lr_decay_updates or max(cfg.max_iterations * cfg.updates_per_step, 1)
+        self.lr_schedule = WarmupCosine(cfg.lr_warmup_updates, decay, cfg.lr_end_ratio).to(self.device)
+
+        self._actor_params = list(self.actor.parameters())
+        self._critic_params = list(self.critic.parameters())
+        self._target_params = list(self.critic_target.parameters())
+        self.actor_optimizer = self._adam(self._actor_params, cfg.actor_lr)
+        self.critic_optimizer = self._adam(self._critic_params, cfg.critic_lr)
+        self.alpha_optimizer = self._adam([self.log_alpha], cfg.alpha_lr, weight_decay=0.0)
+        self._lrs = [
+            (self.actor_optimizer.param_groups[0]["lr"], cfg.actor_lr),
+            (self.critic_optimizer.param_groups[0]["lr"], cfg.critic_lr),
+            (self.alpha_optimizer.param_groups[0]["lr"], cfg.alpha_lr),
+        ]
+        for p in self._actor_params + self._critic_params + [self.log_alpha]:
+            p.grad = torch.zeros_like(p)
+
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(derive_seed(seed, 1))
+        self.num_updates = 0
+        self.state_generation = 0
+        self.grad_callbacks: list = []
+        self._last_actor_metrics = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
+
+    # ------------------------------------------------------------------ construction helpers
+
+    def _adam(self, params: list[nn.Parameter], lr: float, weight_decay: float | None = None) -> torch.optim.AdamW:
+        kwargs: dict = dict(
+            lr=torch.tensor(lr, device=self.device),
+            weight_decay=self.cfg.weight_decay if weight_decay is None else weight_decay,
+        )
+        if self.device.type == "cuda":
+            kwargs.update(fused=True, capturable=True)
+        return torch.optim.AdamW(params, **kwargs)
+
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.cfg.use_autocast and self.device.type == "cuda":
+            # no weight-cast cache: casts are recomputed inside every (captured) region
+            return torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False)
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def _critic_frozen(self) -> Iterator[None]:
+        self.critic.requires_grad_(False)
+        try:
+            yield
+        finally:
+            self.critic.requires_grad_(True)
+
+    # ------------------------------------------------------------------ graph support
+
+    def graph_optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer]
+
+    def graph_modules(self) -> list[nn.Module]:
+        mods: list[nn.Module] = [self.actor, self.critic, self.critic_target, self.reward_scale, self.lr_schedule]
+        if self.critic_obs_norm is not None:
+            mods.append(self.critic_obs_norm)
+        return mods
+
+    # ------------------------------------------------------------------ Learner protocol
+
+    @torch.no_grad()
+    def observe(self, obs_actor: torch.Tensor, obs_critic: torch.Tensor) -> None:
+        if self.actor.obs_norm is not None:
+            self.actor.obs_norm.update(obs_actor)
+        if self.critic_obs_norm is not None:
+            self.critic_obs_norm.update(obs_critic)
+
+    def observe_rewards(self, reward: torch.Tensor, done: torch.Tensor) -> None:
+        """Rewards and done flags of the new ticks, [T, num_envs], oldest first."""
+        if self.cfg.normalize_reward:
+            self.reward_scale.observe(reward.to(self.device), done.to(self.device))
+
+    def train_iteration(self, sample: SampleFn, num_updates: int) -> dict[str, torch.Tensor]:
+        critic_loss_sum = torch.zeros((), device=self.device)
+        q_mean_sum = torch.zeros((), device=self.device)
+        actor_sums = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
+        actor_updates = 0
+        lr_factor = torch.ones((), device=self.device)
+        scale = self.reward_scale.scale() if self.cfg.normalize_reward else torch.ones((), device=self.device)
+        for _ in range(num_updates):
+            batch = sample(self.cfg.batch_size)
+            lr_factor = self.lr_schedule.apply_(self._lrs)
+            obs_critic = self._normalize_critic_obs(batch.obs_critic)
+            next_obs_critic = self._normalize_critic_obs(batch.next_obs_critic)
+            if self._actor_due():
+                for k, v in zip(_ACTOR_METRICS, self._update_actor_and_alpha(batch, obs_critic)):
+                    actor_sums[k] += v
+                actor_updates += 1
+            critic_loss, q_mean = self._update_critic(batch, batch.reward / scale, obs_critic, next_obs_critic)
+            critic_loss_sum += critic_loss
+            q_mean_sum += q_mean
+            self._update_targets()
+            self.lr_schedule.advance_()
+            self.num_updates += 1
+
+        if actor_updates:
+            for k in _ACTOR_METRICS:
+                self._last_actor_metrics[k].copy_(actor_sums[k] / actor_updates)
+        metrics = {k: v.clone() for k, v in self._last_actor_metrics.items()}
+        metrics["Loss/critic"] = critic_loss_sum / max(num_updates, 1)
+        metrics["Policy/q_mean"] = q_mean_sum / max(num_updates, 1)
+        metrics["Policy/alpha"] = self.log_alpha.detach().exp()
+        metrics["Policy/reward_scale"] = scale.clone()
+        metrics["Policy/learning_rate"] = (lr_factor * self.cfg.critic_lr).float()
+        return {k: metrics[k] for k in METRIC_KEYS}
+
+    def state_dict(self) -> dict:
+        """Everything needed for a bitwise-identical continuation (tensors alias live state)."""
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "critic_obs_norm": self.critic_obs_norm.state_dict() if self.critic_obs_norm is not None else None,
+            "reward_scale": self.reward_scale.state_dict(),
+            "lr_schedule": self.lr_schedule.state_dict(),
+            "log_alpha": self.log_alpha.detach(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "alpha_optimizer": self.alpha_optimizer.state_dict(),
+            "num_updates": self.num_updates,
+            "generator": self.generator.get_state(),
+            "last_actor_metrics": dict(self._last_actor_metrics),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore in place (parameter, buffer and gradient addresses kept); captured graphs go stale."""
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        if self.critic_obs_norm is not None:
+            self.critic_obs_norm.load_state_dict(state["critic_obs_norm"])
+        rs = state["reward_scale"]
+        if self.reward_scale.returns.shape != rs["returns"].shape:
+            self.reward_scale.returns = torch.zeros(rs["returns"].shape, device=self.device)
+        self.reward_scale.load_state_dict(rs)
+        self.lr_schedule.load_state_dict(state["lr_schedule"])
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+        for opt, key in zip(self.graph_optimizers(), ("actor_optimizer", "critic_optimizer", "alpha_optimizer")):
+            _load_optimizer(opt, state[key])
+        self.num_updates = int(state["num_updates"])
+        self.generator.set_state(state["generator"].cpu())
+        for k in _ACTOR_METRICS:
+            self._last_actor_metrics[k].copy_(state["last_actor_metrics"][k])
+        self.state_generation += 1
+
+    # ------------------------------------------------------------------ one update
+
+    def _actor_due(self) -> bool:
+        # FlashSAC updates the actor on updates 0, f, 2f, ... (before that update's critic step)
+        return self.num_updates % self.cfg.policy_frequency == 0
+
+    def _normalize_critic_obs(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic_obs_norm(obs) if self.critic_obs_norm is not None else obs
+
+    def _optimizer_step(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], loss: torch.Tensor) -> None:
+        optimizer.zero_grad(set_to_none=False)
+        loss.backward()
+        self.run_grad_callbacks(params)
+        if self.cfg.max_grad_norm > 0:
+            nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
+        optimizer.step()
+
+    def _update_actor_and_alpha(
+        self, batch: Batch, obs_critic: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        b = batch.obs_actor.shape[0]
+        with self._critic_frozen():
+            with self._autocast():
+                obs_all = torch.cat([batch.obs_actor, batch.next_obs_actor], dim=0)
+                action_all, log_prob_all, _ = self.actor(obs_all, self.generator, training=True)
+                action, log_prob = action_all[:b], log_prob_all[:b]
+                logits = self.critic(obs_critic, action, training=False)
+            q = self.critic.expected_value(logits.float().softmax(-1))  # [2, B]
+            alpha = self.log_alpha.detach().exp()
+            actor_loss = (alpha * log_prob - torch.minimum(q[0], q[1])).mean()
+            self._optimizer_step(self.actor_optimizer, self._actor_params, actor_loss)
+        self.actor.project_()
+
+        entropy = -log_prob.detach().mean()
+        alpha_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
+        self._optimizer_step(self.alpha_optimizer, [self.log_alpha], alpha_loss)
+        return actor_loss.detach(), alpha_loss.detach(), entropy
+
+    def _update_critic(
+        self, batch: Batch, reward: torch.Tensor, obs_critic: torch.Tensor, next_obs_critic: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        b = reward.shape[0]
+        obs_all = torch.cat([obs_critic, next_obs_critic], dim=0)
+        with torch.no_grad():
+            with self._autocast():
+                next_action, next_log_prob, _ = self.actor(batch.next_obs_actor, self.generator, training=False)
+                act_all = torch.cat([batch.action, next_action.to(batch.action.dtype)], dim=0)
+                target_logits = self.critic_target(obs_all, act_all, training=True)[:, b:]
+            target = categorical_td_target(
+                target_logits.float().softmax(-1),
+                self.critic.support,
+                reward,
+                self.cfg.gamma * (1.0 - batch.terminated),
+                self.log_alpha.exp() * next_log_prob,
+                self.cfg.v_min,
+                self.cfg.v_max,
+            )
+
+        with self._autocast():
+            logits = self.critic(obs_all, act_all, training=True)[:, :b]
+        log_probs = logits.float().log_softmax(-1)
+        loss = -(target * log_probs).sum(-1).mean()
+        self._optimizer_step(self.critic_optimizer, self._critic_params, loss)
+        self.critic.project_()
+        q_mean = self.critic.expected_value(log_probs.detach().exp()).mean()
+        return loss.detach(), q_mean
+
+    @torch.no_grad()
+    def _update_targets(self) -> None:
+        torch._foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)
+
+
+def _load_optimizer(optimizer: torch.optim.Optimizer, state: dict) -> None:
+    # Optimizer.load_state_dict swaps in the saved lr object; keep our device lr tensors
+    lrs = [group["lr"] for group in optimizer.param_groups]
+    optimizer.load_state_dict(state)
+    for group, lr in zip(optimizer.param_groups, lrs):
+        lr.copy_(group["lr"])
+        group["lr"] = lr

@@ -1,0 +1,60 @@
+"""Reward scaling by the running scale of the discounted return (FlashSAC).
+
+Per env the learner follows the discounted return so far, G <- gamma * (1 - done) * G + r (the
+convention of gymnasium's NormalizeReward: `done` is that of the transition just added), and keeps
+a running variance of all G values and their largest magnitude |G|max. Rewards are divided by
+
+    scale = max(sqrt(var(G) + eps), |G|max / g_max)
+
+so normalised returns have about unit spread and never exceed g_max in magnitude: the categorical
+critic's support [-g_max, g_max] then covers them whatever the task's reward units.
+
+The statistics are buffers, updated in place from the ticks the collector wrote (`observe`, eager,
+between iterations); `scale()` only reads them, so a captured iteration picks up new values.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class ReturnScale(nn.Module):
+    def __init__(self, gamma: float, g_max: float, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.gamma, self.g_max, self.eps = float(gamma), float(g_max), float(eps)
+        self.register_buffer("returns", torch.zeros(0))  # [num_envs], sized by the first observe
+        self.register_buffer("mean", torch.zeros(()))
+        self.register_buffer("var", torch.ones(()))
+        self.register_buffer("max_abs", torch.zeros(()))
+        # float64 so the count stays exact far beyond 2**24 env steps
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    @torch.no_grad()
+    def observe(self, reward: torch.Tensor, done: torch.Tensor) -> None:
+        """Rewards and done flags of consecutive ticks, [T, num_envs] each, oldest first."""
+        reward = reward.reshape(-1, reward.shape[-1]).to(self.mean.dtype)
+        done = done.reshape(reward.shape).to(self.mean.dtype)
+        if self.returns.shape != reward.shape[1:]:
+            self.returns = torch.zeros(reward.shape[1:], device=self.mean.device)
+        for r, d in zip(reward, done):
+            g = self.returns.mul_(self.gamma * (1.0 - d)).add_(r)
+            torch.maximum(self.max_abs, g.abs().max(), out=self.max_abs)
+            self._merge(g)
+
+    def _merge(self, x: torch.Tensor) -> None:
+        n = x.numel()
+        batch_var, batch_mean = torch.var_mean(x, unbiased=False)
+        total = self.count + n
+        w = (n / total).to(self.mean.dtype)
+        delta = batch_mean - self.mean
+        self.mean.add_(delta * w)
+        self.var.mul_(1.0 - w).add_(batch_var * w).add_(delta.square() * (w * (1.0 - w)))
+        self.count.copy_(total)
+
+    def scale(self) -> torch.Tensor:
+        """The divisor for rewards, a 0-d tensor (1 before any observation)."""
+        return torch.maximum(torch.sqrt(self.var + self.eps), self.max_abs / self.g_max)
+
+    def forward(self, reward: torch.Tensor) -> torch.Tensor:
+        return reward / self.scale()

@@ -1,0 +1,231 @@
+"""`duorl bench learner --algo A [--task T]`: milliseconds per learner iteration, eager vs whole-cycle graph.
+
+The learner trains on a real replay ring (random transitions) through the runtime's ReplaySampler, as
+in a run, with the algorithm's defaults (and the task's, with --task). Without --task the learner
+gets the G1 walk dimensions (actor obs 98, critic obs 101, action 29) and no task YAML. On CUDA it
+times the eager iteration and the replayed whole-cycle graph and reports their ratio; on the CPU
+only the eager path exists.
+
+Timing: every iteration is bracketed by device synchronisations and timed on the host clock
+(perf_counter); the report gives median, mean, min and p90 over --iters iterations after warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+# torch and yaml are imported where used: the CLI builds this parser for every command
+
+G1_WALK_DIMS = {"actor_obs_dim": 98, "critic_obs_dim": 101, "action_dim": 29}
+
+
+def _set_dotted(cfg: Any, key: str, value: Any) -> None:
+    node = cfg
+    *parents, leaf = key.split(".")
+    for part in parents:
+        node = getattr(node, part)
+    if not dataclasses.is_dataclass(node) or leaf not in {f.name for f in dataclasses.fields(node)}:
+        raise ValueError(f"unknown configuration key {key!r}")
+    setattr(node, leaf, value)
+
+
+def _algo_only_config(algo: str, overrides: list[str]) -> Any:
+    """schema < algo YAML < overrides, without any task layer (the G1-dimension default)."""
+    import yaml
+
+    from duorl.config.catalog import algo_yaml
+    from duorl.config.schema import Config
+    from duorl.config.validate import validate
+
+    cfg = Config()
+    data = yaml.safe_load(algo_yaml(algo).read_text(encoding="utf-8")) or {}
+    for section, values in data.items():
+        for key, value in (values or {}).items():
+            _set_dotted(cfg, f"{section}.{key}", value)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ValueError(f"malformed override {item!r} (expected key=value)")
+        _set_dotted(cfg, key.strip(), yaml.safe_load(raw))
+    cfg.algo.name = algo
+    return validate(cfg)
+
+
+def bench_config(algo: str, task: str | None, overrides: list[str]) -> tuple[Any, Any]:
+    """(Config, EnvSpec) for the benchmark."""
+    from duorl.envs.base import EnvSpec
+
+    if task is None:
+        cfg = _algo_only_config(algo, overrides)
+        spec = EnvSpec(task="g1_walk_dims", max_episode_steps=1000, control_dt=0.02, **G1_WALK_DIMS)
+        return cfg, spec
+    from duorl.config.load import load_config
+    from duorl.envs.registry import env_spec
+
+    cfg = load_config(algo, task, None, overrides)
+    return cfg, env_spec(cfg.task)
+
+
+def _stats(ms: list[float]) -> dict[str, float]:
+    s = sorted(ms)
+    return {
+        "median": round(statistics.median(s), 4),
+        "mean": round(statistics.fmean(s), 4),
+        "min": round(s[0], 4),
+        "p90": round(s[min(len(s) - 1, int(0.9 * len(s)))], 4),
+    }
+
+
+def _timed(fn: Callable[[], Any], n: int, sync: Callable[[], None]) -> list[float]:
+    out = []
+    for _ in range(n):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def run_learner_bench(
+    algo: str,
+    task: str | None = None,
+    overrides: list[str] | None = None,
+    iters: int = 30,
+    warmup: int = 3,
+    device: str | None = None,
+    replay_ticks: int = 64,
+    seed: int = 0,
+    command: str | None = None,
+) -> dict[str, Any]:
+    import torch
+
+    from duorl.algos.registry import make_learner
+    from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler
+    from duorl.train import replay_age_bias
+
+    cfg, spec = bench_config(algo, task, list(overrides or []))
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    a, n_envs = cfg.algo, cfg.training.num_envs
+    ticks = max(2, replay_ticks)
+    layout = ReplayLayout(n_envs, ticks, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
+    ring = ReplayRing.allocate(layout, dev)
+    g = torch.Generator(device=dev).manual_seed(seed)
+    with torch.no_grad():
+        for key, t in ring.t.items():
+            if key == "tick":
+                t.copy_(torch.arange(ticks, device=dev))
+            elif key == "action":
+                t.uniform_(-1.0, 1.0, generator=g)
+            elif key in ("terminated", "truncated"):
+                t.copy_((torch.rand(t.shape, generator=g, device=dev) < 0.01).float())
+            else:
+                t.normal_(generator=g)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+
+    def setup() -> tuple[Any, ReplaySampler]:
+        learner = make_learner(a, spec, dev, seed)
+        sampler = ReplaySampler(ring, torch.Generator(device=dev).manual_seed(seed + 1), age_bias=replay_age_bias(a))
+        sampler.set_window(0, ticks)
+        obs_a, obs_c = ring.ticks_obs(0, ticks)
+        learner.observe(obs_a, obs_c)
+        if hasattr(learner, "observe_rewards"):
+            learner.observe_rewards(*ring.ticks_rewards(0, ticks))
+        return learner, sampler
+
+    n = a.updates_per_step
+    learner, sampler = setup()
+    for _ in range(warmup):
+        learner.train_iteration(sampler.sample, n)
+    eager_ms = _timed(lambda: learner.train_iteration(sampler.sample, n), iters, sync)
+    del learner
+
+    result: dict[str, Any] = {
+        "command": command,
+        "date": _dt.datetime.now().isoformat(timespec="seconds"),
+        "device": str(dev),
+        "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "algo": algo,
+        "task": task or "g1_walk_dims",
+        "spec": {k: getattr(spec, k) for k in ("actor_obs_dim", "critic_obs_dim", "action_dim")},
+        "num_envs": n_envs,
+        "replay_ticks": ticks,
+        "batch_size": a.batch_size,
+        "updates_per_step": n,
+        "policy_frequency": a.policy_frequency,
+        "use_autocast": bool(a.use_autocast and dev.type == "cuda"),
+        "replay_sampling": "age_biased" if replay_age_bias(a) is not None else "uniform",
+        "iterations_timed": iters,
+        "eager_ms_per_iteration": _stats(eager_ms),
+        "graph_ms_per_iteration": None,
+        "graph_speedup": None,
+        "first_graph_iteration_s": None,
+    }
+    if algo == "sac":
+        result["networks"] = {"actor_hidden_dims": list(a.actor_hidden_dims), "critic_hidden_dims": list(a.critic_hidden_dims)}
+    else:
+        result["networks"] = {"actor": [a.actor_hidden_dim, a.actor_num_blocks], "critic": [a.critic_hidden_dim, a.critic_num_blocks],
+                              "block_expansion": a.block_expansion, "num_atoms": a.num_atoms}
+    if dev.type == "cuda":
+        from duorl.graphs import WholeCycleGraph
+
+        learner, sampler = setup()
+        graph = WholeCycleGraph(learner, extra_generators=[sampler.generator])
+        sync()
+        t0 = time.perf_counter()
+        graph.train_iteration(sampler.sample, n)  # warm-up, capture and the first replay
+        sync()
+        result["first_graph_iteration_s"] = round(time.perf_counter() - t0, 3)
+        graph_ms = _timed(lambda: graph.train_iteration(sampler.sample, n), iters, sync)
+        result["graph_ms_per_iteration"] = _stats(graph_ms)
+        result["graph_speedup"] = round(statistics.median(eager_ms) / statistics.median(graph_ms), 3)
+        result["graph"] = graph.state()
+        result["gpu_memory_max_allocated_gib"] = round(torch.cuda.max_memory_allocated(dev) / 2**30, 3)
+        graph.release()
+    return result
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from duorl.config.schema import ALGOS
+
+    parser.add_argument("--algo", choices=ALGOS, default="sac", help="learner (default: sac)")
+    parser.add_argument("--task", default=None, help="task whose defaults and dimensions to use (default: none, "
+                        "the algorithm's defaults with the G1 walk dimensions 98/101/29)")
+    parser.add_argument("--iters", type=int, default=30, metavar="N", help="timed iterations per path (default: 30)")
+    parser.add_argument("--warmup", type=int, default=3, metavar="N", help="untimed eager iterations first (default: 3)")
+    parser.add_argument("--device", default=None, help="cuda, cuda:1 or cpu (default: cuda when visible)")
+    parser.add_argument("--replay-ticks", type=int, default=64, metavar="T", help="ticks in the replay ring (default: 64)")
+    parser.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON here")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.iters < 1 or args.warmup < 0:
+        print("error: --iters must be >= 1 and --warmup >= 0", file=sys.stderr)
+        return 2
+    from duorl.config.errors import ConfigError
+
+    command = "duorl " + " ".join(getattr(args, "argv", None) or sys.argv[1:])
+    try:
+        result = run_learner_bench(args.algo, args.task, list(args.overrides), args.iters, args.warmup, args.device,
+                                   args.replay_ticks, command=command)
+    except (ConfigError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n", encoding="utf-8")
+    return 0

@@ -1,0 +1,1 @@
+"""Reference motion clips for whole-body tracking: the `.npz` clip format, and a synthetic clip."""

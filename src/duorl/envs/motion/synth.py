@@ -1,0 +1,214 @@
+"""A physically sensible G1 reference clip, made from scratch (no download, deterministic).
+
+The robot stays in double support with both feet planted flat where the standing pose puts them,
+and moves everything else: a slow squat, a lateral and fore-aft weight shift, a pelvis twist, waist
+motion, arm swings and raises, wrist turns. Each motion is a sum of sinusoids faded in from the
+standing pose with a quintic ramp, so positions, velocities and accelerations are continuous and
+frame 0 is the standing pose at rest. The leg joints come from exact inverse kinematics (Newton on
+MuJoCo's body Jacobians, warm-started frame to frame) so the feet do not move or tilt; amplitudes
+keep every joint inside its range and within reach of the policy's action scale, and the centre of
+mass over the feet. Velocities are central differences of the sampled trajectory (joints, root),
+and body velocities follow from them through MuJoCo's own kinematics, so the clip is consistent:
+a robot in the clip's joint/root state has exactly the clip's body poses and velocities.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Optional
+
+import mujoco
+import numpy as np
+
+from duorl.envs.g1 import model as g1
+from duorl.envs.motion.clip import MotionClip
+
+DEFAULT_SECONDS = 10.0
+DEFAULT_FPS = 50.0
+RAMP_SECONDS = 1.0
+LEGS = (g1.JOINT_NAMES[0:6], g1.JOINT_NAMES[6:12])
+
+
+def _ramp(t: np.ndarray) -> np.ndarray:
+    s = np.clip(t / RAMP_SECONDS, 0.0, 1.0)
+    return s**3 * (10.0 - 15.0 * s + 6.0 * s**2)  # quintic: C2 at both ends
+
+
+def _wave(t: np.ndarray, amp: float, period: float, phase: float = 0.0) -> np.ndarray:
+    return amp * np.sin(2.0 * math.pi * t / period + phase)
+
+
+def _bump(t: np.ndarray, amp: float, period: float) -> np.ndarray:
+    """0 at t=0, up to amp and back: amp * (1 - cos) / 2."""
+    return amp * 0.5 * (1.0 - np.cos(2.0 * math.pi * t / period))
+
+
+def _quat_yaw_pitch(yaw: np.ndarray, pitch: np.ndarray) -> np.ndarray:
+    """R = Rz(yaw) Ry(pitch) as (w, x, y, z)."""
+    cy, sy, cp, sp = np.cos(yaw / 2), np.sin(yaw / 2), np.cos(pitch / 2), np.sin(pitch / 2)
+    return np.stack((cy * cp, -sy * sp, cy * sp, sy * cp), axis=-1)
+
+
+def _upper_body(t: np.ndarray, e: np.ndarray) -> dict[str, np.ndarray]:
+    """Offsets from the standing pose for waist and arm joints (rad)."""
+    out: dict[str, np.ndarray] = {
+        "waist_yaw_joint": _wave(t, 0.25, 5.0, 0.7),
+        "waist_roll_joint": _wave(t, 0.06, 3.5),
+        "waist_pitch_joint": _wave(t, 0.08, 4.5, 1.1),
+    }
+    for side, sign, ph in (("left", 1.0, 0.0), ("right", -1.0, math.pi)):
+        out[f"{side}_shoulder_pitch_joint"] = _wave(t, 0.35, 2.5, ph)
+        out[f"{side}_shoulder_roll_joint"] = sign * _bump(t, 0.3, 3.0)
+        out[f"{side}_shoulder_yaw_joint"] = _wave(t, 0.2, 4.0, ph)
+        out[f"{side}_elbow_joint"] = _wave(t, 0.35, 2.0, ph + 0.5)
+        out[f"{side}_wrist_roll_joint"] = _wave(t, 0.3, 3.0, ph)
+        out[f"{side}_wrist_pitch_joint"] = _wave(t, 0.06, 2.2, ph)
+        out[f"{side}_wrist_yaw_joint"] = _wave(t, 0.06, 2.7, ph + 1.0)
+    return {k: e * v for k, v in out.items()}
+
+
+def _pelvis(t: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    pos = np.stack(
+        (
+            e * _wave(t, 0.015, 5.0),
+            e * _wave(t, 0.035, 3.0),
+            g1.ROOT_HEIGHT - e * _bump(t, 0.04, 4.0),
+        ),
+        axis=-1,
+    )
+    quat = _quat_yaw_pitch(e * _wave(t, 0.12, 6.0), e * _bump(t, 0.05, 4.0))
+    return pos, quat
+
+
+class _LegIK:
+    """Places each foot body at a fixed world pose by moving its leg's 6 joints (Newton steps)."""
+
+    def __init__(self, m: mujoco.MjModel, d: mujoco.MjData) -> None:
+        self.m, self.d = m, d
+        self.feet = [m.body(b).id for b in g1.FEET_BODIES]
+        self.qadr = [np.array([m.joint(j).qposadr[0] for j in leg]) for leg in LEGS]
+        self.dadr = [np.array([m.joint(j).dofadr[0] for j in leg]) for leg in LEGS]
+        mujoco.mj_kinematics(m, d)
+        self.target_pos = [d.xpos[b].copy() for b in self.feet]
+        self.target_mat = [d.xmat[b].reshape(3, 3).copy() for b in self.feet]
+
+    def solve(self, iters: int = 50, tol: float = 1e-10) -> float:
+        m, d = self.m, self.d
+        jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+        err_norm = 0.0
+        for _ in range(iters):
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)  # the Jacobians read cdof, which mj_comPos computes
+            err_norm = 0.0
+            for k, b in enumerate(self.feet):
+                e_pos = self.target_pos[k] - d.xpos[b]
+                r_err = self.target_mat[k] @ d.xmat[b].reshape(3, 3).T  # world-frame rotation error
+                q = np.zeros(4)
+                mujoco.mju_mat2Quat(q, r_err.reshape(-1))
+                e_rot = np.zeros(3)
+                mujoco.mju_quat2Vel(e_rot, q, 1.0)
+                err = np.concatenate((e_pos, e_rot))
+                err_norm = max(err_norm, float(np.abs(err).max()))
+                mujoco.mj_jacBody(m, d, jacp, jacr, b)
+                J = np.vstack((jacp[:, self.dadr[k]], jacr[:, self.dadr[k]]))
+                d.qpos[self.qadr[k]] += np.linalg.solve(J.T @ J + 1e-9 * np.eye(6), J.T @ err)
+            if err_norm < tol:
+                break
+        return err_norm
+
+
+def _quat_rates_world(quat: np.ndarray, dt: float) -> np.ndarray:
+    """World-frame angular velocity from a sampled orientation track: omega = 2 dq/dt q*."""
+    q = quat.copy()
+    for i in range(1, len(q)):  # keep one sign along the track
+        if np.dot(q[i], q[i - 1]) < 0:
+            q[i] = -q[i]
+    dq = np.gradient(q, dt, axis=0, edge_order=2)
+    w, x, y, z = (q[..., i] for i in range(4))
+    # 2 * dq * conj(q), vector part
+    dw, dx, dy, dz = (dq[..., i] for i in range(4))
+    return 2.0 * np.stack(
+        (-dw * x + dx * w - dy * z + dz * y, -dw * y + dx * z + dy * w - dz * x, -dw * z - dx * y + dy * x + dz * w),
+        axis=-1,
+    )
+
+
+def synthesize(model: Optional[mujoco.MjModel] = None, seconds: float = DEFAULT_SECONDS,
+               fps: float = DEFAULT_FPS) -> MotionClip:
+    """The synthetic clip for the G1 training model (see the module docstring)."""
+    m = model if model is not None else g1.load()
+    d = mujoco.MjData(m)
+    n = int(round(seconds * fps)) + 1
+    t = np.arange(n) / fps
+    e = _ramp(t)
+    dt = 1.0 / fps
+
+    q_default = g1.default_joint_pos()
+    joint_pos = np.tile(q_default, (n, 1))
+    for name, offset in _upper_body(t, e).items():
+        joint_pos[:, g1.JOINT_NAMES.index(name)] += offset
+    root_pos, root_quat = _pelvis(t, e)
+
+    d.qpos[:] = g1.default_qpos()
+    ik = _LegIK(m, d)
+    leg_idx = np.array([g1.JOINT_NAMES.index(j) for leg in LEGS for j in leg])
+    for k in range(n):
+        d.qpos[0:3], d.qpos[3:7] = root_pos[k], root_quat[k]
+        # the legs start from the previous frame's solution (d.qpos keeps it)
+        residual = ik.solve()
+        if residual > 1e-6:
+            raise RuntimeError(f"leg IK did not converge at frame {k} (residual {residual:.2e})")
+        joint_pos[k, leg_idx] = d.qpos[7 + leg_idx]
+
+    joint_vel = np.gradient(joint_pos, dt, axis=0, edge_order=2)
+    root_lin = np.gradient(root_pos, dt, axis=0, edge_order=2)
+    root_ang = _quat_rates_world(root_quat, dt)
+    # the standing start is at rest exactly (the ramp's derivative vanishes there)
+    joint_vel[0], root_lin[0], root_ang[0] = 0.0, 0.0, 0.0
+
+    nb = m.nbody - 1
+    body_pos = np.zeros((n, nb, 3))
+    body_quat = np.zeros((n, nb, 4))
+    body_lin = np.zeros((n, nb, 3))
+    body_ang = np.zeros((n, nb, 3))
+    v6 = np.zeros(6)
+    for k in range(n):
+        d.qpos[0:3], d.qpos[3:7], d.qpos[7:] = root_pos[k], root_quat[k], joint_pos[k]
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, root_quat[k])
+        d.qvel[0:3] = root_lin[k]
+        d.qvel[3:6] = rot.reshape(3, 3).T @ root_ang[k]  # the free joint takes it in the body frame
+        d.qvel[6:] = joint_vel[k]
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+        mujoco.mj_comVel(m, d)
+        body_pos[k] = d.xpos[1:]
+        body_quat[k] = d.xquat[1:]
+        for b in range(1, m.nbody):
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_XBODY, b, v6, 0)
+            body_ang[k, b - 1], body_lin[k, b - 1] = v6[:3], v6[3:]
+    names = tuple(m.body(b).name for b in range(1, m.nbody))
+    return MotionClip(fps=float(fps), joint_pos=joint_pos, joint_vel=joint_vel, body_pos_w=body_pos,
+                      body_quat_w=body_quat, body_lin_vel_w=body_lin, body_ang_vel_w=body_ang,
+                      body_names=names).validate("synthetic clip")
+
+
+def synth_command(out: str, seconds: float = DEFAULT_SECONDS, fps: float = DEFAULT_FPS,
+                  robot_xml: Optional[str] = None) -> int:
+    """`duorl motion synth OUT.npz`: write the synthetic clip. Exit code."""
+    from duorl.config.errors import ConfigError
+    from duorl.envs.motion.clip import save_clip
+
+    if seconds <= 0 or fps <= 0:
+        print(f"error: --seconds and --fps must be > 0 (got {seconds}, {fps})", file=sys.stderr)
+        return 2
+    try:
+        clip = synthesize(g1.load(robot_xml), seconds, fps)
+    except ConfigError as e:  # no G1 model: the message names every way to provide one
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    save_clip(out, clip)
+    print(f"wrote {out}: {clip.num_frames} frames at {clip.fps:g} fps ({clip.duration:.2f} s), "
+          f"{clip.body_pos_w.shape[1]} bodies, {clip.joint_pos.shape[1]} joints")
+    return 0

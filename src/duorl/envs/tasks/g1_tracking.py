@@ -1,0 +1,272 @@
+"""`g1_motion_tracking`: the G1 tracks a reference clip with its whole body (BeyondMimic-style).
+
+The clip (envs/motion/clip.py format) comes from `task.motion_file`, else it is the synthetic clip
+(`duorl motion synth`, made in memory), so no download is ever needed. It is resampled to the 50 Hz
+control rate. Episodes start at a random frame (uniform), from the clip's state there plus small
+pose/velocity/joint noise, and end when the robot strays (terminated), the clip ends or 10 s pass
+(truncated).
+
+Tracked bodies (14, the common G1 set): pelvis, hip_roll, knee, ankle_roll links, torso_link (the
+anchor), shoulder_roll, elbow, wrist_yaw links. Time: after reset the robot is at clip frame t and
+the observation shows the target frame t+1; an action moves it toward t+1, where it is rewarded.
+
+Actor observation (160): target joint pos (29) and vel (29), target anchor position (3) and
+orientation (first two columns of the rotation matrix, 6) in the robot's anchor frame, pelvis
+linear and angular velocity in its frame (3 + 3), joint pos - standing pose (29), joint vel (29),
+last action (29). Critic (286): target joints (58), anchor pose (9), the 14 robot bodies' positions
+(42) and orientations (84) in the robot's anchor frame, pelvis velocities (6), joints (58), action (29).
+
+Reward per step, weight * term * control dt (the published terms and widths):
+  anchor_pos  0.5  exp(-|anchor pos error|^2 / 0.3^2)
+  anchor_ori  0.5  exp(-anchor angle error^2 / 0.4^2)
+  body_pos    1.0  exp(-mean body pos error^2 / 0.3^2)    bodies relative to the anchor, heading aligned
+  body_ori    1.0  exp(-mean body angle error^2 / 0.4^2)
+  body_lin_vel 1.0 exp(-mean |lin vel error|^2 / 1.0^2)   world frame
+  body_ang_vel 1.0 exp(-mean |ang vel error|^2 / 3.14^2)
+  action_rate -0.1 |a_t - a_{t-1}|^2
+  joint_limit -10  summed excursion beyond 90% of each joint's range
+Terminations: anchor height off by > 0.25 m, anchor tilt differing by > 0.8 (projected gravity z),
+or an end effector (ankles, wrists) off in height by > 0.25 m.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+from duorl.envs import quat as Q
+from duorl.envs.base import EnvSpec, Obs
+from duorl.envs.g1 import model as g1
+from duorl.envs.kinematics import BodyKinematics, Frames
+from duorl.envs.motion.clip import MotionClip, load_clip, resample
+from duorl.envs.tasks.g1_common import G1TaskBase
+
+NAME = "g1_motion_tracking"
+EPISODE_SECONDS = 10.0
+TRACKED_BODIES: tuple[str, ...] = (
+    "pelvis", "left_hip_roll_link", "left_knee_link", "left_ankle_roll_link",
+    "right_hip_roll_link", "right_knee_link", "right_ankle_roll_link", "torso_link",
+    "left_shoulder_roll_link", "left_elbow_link", "left_wrist_yaw_link",
+    "right_shoulder_roll_link", "right_elbow_link", "right_wrist_yaw_link",
+)
+ANCHOR = TRACKED_BODIES.index(g1.ANCHOR_BODY)
+ROOT = TRACKED_BODIES.index(g1.ROOT_BODY)
+END_EFFECTORS = [TRACKED_BODIES.index(b) for b in
+                 ("left_ankle_roll_link", "right_ankle_roll_link", "left_wrist_yaw_link", "right_wrist_yaw_link")]
+NB = len(TRACKED_BODIES)
+NJ = g1.NUM_JOINTS
+ACTOR_OBS = 2 * NJ + 3 + 6 + 3 + 3 + 3 * NJ  # 160
+CRITIC_OBS = 2 * NJ + 3 + 6 + 3 * NB + 6 * NB + 3 + 3 + 3 * NJ  # 286
+
+WEIGHTS = {
+    "anchor_pos": 0.5, "anchor_ori": 0.5, "body_pos": 1.0, "body_ori": 1.0,
+    "body_lin_vel": 1.0, "body_ang_vel": 1.0, "action_rate": -0.1, "joint_limit": -10.0,
+}
+STD = {"anchor_pos": 0.3, "anchor_ori": 0.4, "body_pos": 0.3, "body_ori": 0.4, "body_lin_vel": 1.0, "body_ang_vel": 3.14}
+MAX_ANCHOR_Z = 0.25
+MAX_ANCHOR_TILT = 0.8
+MAX_EE_Z = 0.25
+# reset noise around the clip's state (x, y, z, roll, pitch, yaw), published ranges
+POSE_NOISE = (0.05, 0.05, 0.01, 0.1, 0.1, 0.2)
+VEL_NOISE = (0.5, 0.5, 0.2, 0.52, 0.52, 0.78)
+JOINT_NOISE = 0.1
+SOFT_LIMIT = 0.9
+
+_SYNTH_CACHE: dict[str, MotionClip] = {}
+
+
+def default_clip(xml_path: Path) -> MotionClip:
+    """The synthetic clip for this model file (made once per process)."""
+    key = str(Path(xml_path).resolve())
+    if key not in _SYNTH_CACHE:
+        from duorl.envs.motion.synth import synthesize
+
+        _SYNTH_CACHE[key] = synthesize(g1.build_model(xml_path))
+    return _SYNTH_CACHE[key]
+
+
+def _rot6(q: torch.Tensor) -> torch.Tensor:
+    """First two columns of the rotation matrix, flattened (a continuous orientation encoding)."""
+    return Q.to_matrix(q)[..., :2].flatten(-2)
+
+
+def _euler_quat(rpy: torch.Tensor) -> torch.Tensor:
+    """Rz(yaw) Ry(pitch) Rx(roll) as a quaternion, rpy [..., 3]."""
+    half = 0.5 * rpy
+    cr, cp, cy = torch.cos(half).unbind(-1)
+    sr, sp, sy = torch.sin(half).unbind(-1)
+    return torch.stack((cr * cp * cy + sr * sp * sy, sr * cp * cy - cr * sp * sy,
+                        cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy), dim=-1)
+
+
+class G1MotionTracking(G1TaskBase):
+    """See the module docstring; implements `tasks.base.Task`."""
+
+    _STATE = ("last_action", "prev_action", "frame")
+
+    def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
+                 motion_file: Optional[str] = None, randomize: bool = True, reset_noise: bool = True) -> None:
+        super().__init__(robot_xml, randomize)
+        steps = round(EPISODE_SECONDS / self.control_dt) if max_episode_steps is None else int(max_episode_steps)
+        if steps < 1:
+            raise ValueError(f"task.max_episode_steps must be >= 1, got {steps}")
+        if motion_file is not None and not Path(motion_file).expanduser().is_file():
+            from duorl.config.errors import ConfigError
+
+            raise ConfigError("task.motion_file", motion_file, "no such file", "a motion clip .npz (see envs/motion/clip.py) or null",
+                              "give an existing file, or null for the synthetic clip (`duorl motion synth OUT.npz` writes it)")
+        self.motion_file = motion_file
+        self.reset_noise = reset_noise
+        self.spec = EnvSpec(task=NAME, actor_obs_dim=ACTOR_OBS, critic_obs_dim=CRITIC_OBS, action_dim=NJ,
+                            max_episode_steps=steps, control_dt=self.control_dt)
+
+    def load_clip(self) -> MotionClip:
+        clip = load_clip(Path(self.motion_file).expanduser()) if self.motion_file else default_clip(self.xml_path)
+        if clip.joint_pos.shape[1] != NJ:
+            raise ValueError(f"the clip has {clip.joint_pos.shape[1]} joints, the G1 has {NJ}")
+        return resample(clip, 1.0 / self.control_dt)
+
+    def bind(self, num_envs: int, device: torch.device) -> None:
+        super().bind(num_envs, device)
+        dev = self._device
+        m = self._host_model()
+        clip = self.load_clip()
+        model_bodies = [m.body(b).name for b in range(1, m.nbody)]
+        cols = clip.body_columns(model_bodies, TRACKED_BODIES)
+
+        def t(x: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(np.ascontiguousarray(x), dtype=torch.float32, device=dev)
+
+        self.clip_frames = clip.num_frames
+        self.ref_joint_pos, self.ref_joint_vel = t(clip.joint_pos), t(clip.joint_vel)
+        self.ref_pos, self.ref_quat = t(clip.body_pos_w[:, cols]), t(clip.body_quat_w[:, cols])
+        self.ref_lin_vel, self.ref_ang_vel = t(clip.body_lin_vel_w[:, cols]), t(clip.body_ang_vel_w[:, cols])
+        self._fk = BodyKinematics(m, [self.body_id(b) for b in TRACKED_BODIES], dev)
+        self.frame = torch.zeros(num_envs, dtype=torch.long, device=dev)  # the clip frame the robot should be at
+        lo, hi = self.joint_range[:, 0], self.joint_range[:, 1]
+        mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo) * SOFT_LIMIT
+        self._soft_lo, self._soft_hi = mid - half, mid + half
+        self._pose_noise = torch.tensor(POSE_NOISE, dtype=torch.float32, device=dev)
+        self._vel_noise = torch.tensor(VEL_NOISE, dtype=torch.float32, device=dev)
+
+    # -- Task protocol -------------------------------------------------------------------------
+    def reset(self, mask: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        n = self._num_envs
+        # a start frame with at least one frame after it
+        start = (self._uniform(generator, n) * (self.clip_frames - 1)).long().clamp_max(self.clip_frames - 2)
+        pose = self._uniform(generator, n, 6, lo=-self._pose_noise, hi=self._pose_noise)
+        vel = self._uniform(generator, n, 6, lo=-self._vel_noise, hi=self._vel_noise)
+        jnoise = self._uniform(generator, n, NJ, lo=-JOINT_NOISE, hi=JOINT_NOISE)
+        if not self.reset_noise:
+            pose, vel, jnoise = pose * 0.0, vel * 0.0, jnoise * 0.0
+
+        root_quat = Q.mul(_euler_quat(pose[:, 3:]), self.ref_quat[start, ROOT])
+        ang_w = self.ref_ang_vel[start, ROOT] + vel[:, 3:]
+        qj = torch.maximum(torch.minimum(self.ref_joint_pos[start] + jnoise, self._soft_hi), self._soft_lo)
+        qpos = torch.cat((self.ref_pos[start, ROOT] + pose[:, :3], root_quat, qj), dim=1)
+        qvel = torch.cat((self.ref_lin_vel[start, ROOT] + vel[:, :3], Q.rotate_inv(root_quat, ang_w),
+                          self.ref_joint_vel[start]), dim=1)
+        self.frame.copy_(torch.where(mask, start, self.frame))
+        self._reset_actions(mask)
+        return qpos, qvel
+
+    def apply_action(self, actions: torch.Tensor) -> torch.Tensor:
+        self.frame.add_(1).clamp_(max=self.clip_frames - 1)  # the frame this action should reach
+        return super().apply_action(actions)
+
+    def truncated(self, sim) -> torch.Tensor:
+        """The clip has no frame after the current one: the episode is cut (not a failure)."""
+        return self.frame >= self.clip_frames - 1
+
+    def _anchor_relative(self, k: torch.Tensor, r_pos: torch.Tensor, r_quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Target anchor position [N, 3] and orientation (6) in the robot anchor's frame."""
+        a_pos, a_quat = r_pos[:, ANCHOR], r_quat[:, ANCHOR]
+        pos_b = Q.rotate_inv(a_quat, self.ref_pos[k, ANCHOR] - a_pos)
+        rel = Q.mul(Q.conj(a_quat), self.ref_quat[k, ANCHOR])
+        return pos_b, _rot6(rel)
+
+    def observe(self, sim) -> Obs:
+        qpos, qvel = self._state(sim)
+        return self._observe(self._fk(qpos), qpos, qvel)
+
+    def _observe(self, f: Frames, qpos: torch.Tensor, qvel: torch.Tensor) -> Obs:
+        k = (self.frame + 1).clamp_max(self.clip_frames - 1)  # the next target
+        anchor_pos_b, anchor_ori_b = self._anchor_relative(k, f.pos, f.quat)
+        root_quat = qpos[:, 3:7]
+        base = (Q.rotate_inv(root_quat, qvel[:, 0:3]), qvel[:, 3:6])
+        robot = (qpos[:, 7:] - self.q_default, qvel[:, 6:], self.last_action)
+        command = (self.ref_joint_pos[k], self.ref_joint_vel[k])
+        actor = torch.cat((*command, anchor_pos_b, anchor_ori_b, *base, *robot), dim=1)
+        a_pos, a_quat = f.pos[:, ANCHOR : ANCHOR + 1], f.quat[:, ANCHOR : ANCHOR + 1]
+        body_pos_b = Q.rotate_inv(a_quat.expand_as(f.quat), f.pos - a_pos).flatten(1)
+        body_ori_b = _rot6(Q.mul(Q.conj(a_quat).expand_as(f.quat), f.quat)).flatten(1)
+        critic = torch.cat((*command, anchor_pos_b, anchor_ori_b, body_pos_b, body_ori_b, *base, *robot), dim=1)
+        return {"actor": actor, "critic": critic}
+
+    def reference_bodies(self, k: torch.Tensor, r_pos: torch.Tensor, r_quat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Target body positions and orientations re-anchored on the robot: the clip's bodies
+        relative to its anchor, turned to the robot anchor's heading and placed at the robot
+        anchor's x, y (the clip's anchor height). Tracking posture, not absolute drift."""
+        ref_a_pos, ref_a_quat = self.ref_pos[k, ANCHOR], self.ref_quat[k, ANCHOR]
+        turn = Q.yaw_quat(Q.mul(r_quat[:, ANCHOR], Q.conj(ref_a_quat))).unsqueeze(1)
+        origin = torch.cat((r_pos[:, ANCHOR, :2], ref_a_pos[:, 2:]), dim=1).unsqueeze(1)
+        pos = origin + Q.rotate(turn.expand(-1, NB, -1), self.ref_pos[k] - ref_a_pos.unsqueeze(1))
+        quat = Q.mul(turn.expand(-1, NB, -1), self.ref_quat[k])
+        return pos, quat
+
+    def reward_terms(self, sim) -> dict[str, torch.Tensor]:
+        """Each term's raw value [N] (before weight and dt)."""
+        qpos, qvel = self._state(sim)
+        return self._reward_terms(self._fk(qpos, qvel), qpos)
+
+    def _reward_terms(self, f: Frames, qpos: torch.Tensor) -> dict[str, torch.Tensor]:
+        assert f.lin_vel is not None and f.ang_vel is not None
+        k = self.frame
+        rel_pos, rel_quat = self.reference_bodies(k, f.pos, f.quat)
+
+        def kernel(err: torch.Tensor, name: str) -> torch.Tensor:
+            return torch.exp(-err / STD[name] ** 2)
+
+        return {
+            "anchor_pos": kernel((self.ref_pos[k, ANCHOR] - f.pos[:, ANCHOR]).square().sum(-1), "anchor_pos"),
+            "anchor_ori": kernel(Q.angle_between(self.ref_quat[k, ANCHOR], f.quat[:, ANCHOR]).square(), "anchor_ori"),
+            "body_pos": kernel((rel_pos - f.pos).square().sum(-1).mean(-1), "body_pos"),
+            "body_ori": kernel(Q.angle_between(rel_quat, f.quat).square().mean(-1), "body_ori"),
+            "body_lin_vel": kernel((self.ref_lin_vel[k] - f.lin_vel).square().sum(-1).mean(-1), "body_lin_vel"),
+            "body_ang_vel": kernel((self.ref_ang_vel[k] - f.ang_vel).square().sum(-1).mean(-1), "body_ang_vel"),
+            "action_rate": self.action_rate(),
+            "joint_limit": self.joint_limit_violation(qpos[:, 7:], SOFT_LIMIT),
+        }
+
+    def _weighted(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
+        total = torch.zeros_like(terms["anchor_pos"])
+        for name, w in WEIGHTS.items():
+            total = total + (w * self.control_dt) * terms[name]
+        return total
+
+    def reward(self, sim) -> torch.Tensor:
+        return self._weighted(self.reward_terms(sim))
+
+    def terminated(self, sim) -> torch.Tensor:
+        qpos, _ = self._state(sim)
+        return self._terminated(self._fk(qpos))
+
+    def _terminated(self, f: Frames) -> torch.Tensor:
+        k = self.frame
+        anchor_z = (self.ref_pos[k, ANCHOR, 2] - f.pos[:, ANCHOR, 2]).abs() > MAX_ANCHOR_Z
+        tilt = (Q.gravity_in(self.ref_quat[k, ANCHOR])[:, 2] - Q.gravity_in(f.quat[:, ANCHOR])[:, 2]).abs() > MAX_ANCHOR_TILT
+        rel_pos, _ = self.reference_bodies(k, f.pos, f.quat)
+        ee = (rel_pos[:, END_EFFECTORS, 2] - f.pos[:, END_EFFECTORS, 2]).abs().amax(dim=1) > MAX_EE_Z
+        return anchor_z | tilt | ee
+
+    def evaluate(self, sim) -> tuple[torch.Tensor, torch.Tensor, Obs]:
+        """reward, terminated and observe of the post-step state from one kinematics pass."""
+        qpos, qvel = self._state(sim)
+        f = self._fk(qpos, qvel)
+        return self._weighted(self._reward_terms(f, qpos)), self._terminated(f), self._observe(f, qpos, qvel)
+
+
+__all__ = ["G1MotionTracking", "TRACKED_BODIES", "ACTOR_OBS", "CRITIC_OBS", "default_clip"]

@@ -1,0 +1,238 @@
+"""`g1_walk_flat`: Unitree G1 velocity tracking on flat ground (the FastSAC G1 locomotion task).
+
+Control at 50 Hz (physics dt 0.005, 4 substeps), joint-position targets around the standing pose.
+A command (vx, vy in the heading frame, yaw rate) is drawn at reset and redrawn every 10 s; 20% of
+draws are "stand still" (all zero). A gait clock (0.8-1.2 Hz, the feet in antiphase) paces the feet.
+
+Actor observation (98): gyro * 0.25 (3), projected gravity (3), command (3), joint pos - standing
+pose (29), joint vel * 0.05 (29), last action (29), sin/cos of the left foot's gait phase (2).
+Critic observation (101): the pelvis' linear velocity in its own frame * 2 (3), then the actor's.
+
+Reward per step: the published FastSAC G1 terms, each weight * term * control dt:
+  track_lin_vel   2.0   exp(-|cmd_xy - v_xy|^2 / 0.25), v in the heading frame
+  track_ang_vel   1.5   exp(-(cmd_yaw - yaw rate)^2 / 0.25)
+  ang_vel_xy     -1.0   |pelvis angular velocity xy|^2
+  orientation   -10.0   |projected gravity xy|^2
+  action_rate    -2.0   |a_t - a_{t-1}|^2
+  feet_phase      5.0   exp(-sum_feet (foot height - gait height(phase))^2 / 0.008), 9 cm swing
+  pose           -0.5   sum_j w_j (q_j - q_default_j)^2 (legs loose, waist and arms stiff)
+  close_feet    -10.0   1 where the feet are closer than 15 cm sideways
+  feet_ori       -5.0   sum_feet |projected gravity xy in the foot frame|
+  alive          10.0   1
+Terminations: pelvis tilted more than 70 degrees, pelvis below 0.4 m, or spinning faster than 20
+rad/s (falls). Episodes last 20 s (1000 steps).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from duorl.envs import quat as Q
+from duorl.envs.base import EnvSpec, Obs
+from duorl.envs.g1 import model as g1
+from duorl.envs.kinematics import BodyKinematics
+from duorl.envs.tasks.g1_common import G1TaskBase, root_yaw_quat, wrap_angle
+
+NAME = "g1_walk_flat"
+EPISODE_SECONDS = 20.0
+COMMAND_SECONDS = 10.0  # commands are redrawn this often within an episode
+CMD_LO = (-1.0, -1.0, -1.0)  # vx, vy (m/s), yaw rate (rad/s)
+CMD_HI = (1.0, 1.0, 1.0)
+STAND_PROB = 0.2
+STAND_EPS = 0.01  # below this a command counts as "stand still": both feet planted (phase pi)
+GAIT_FREQ = (0.8, 1.2)  # Hz
+SWING_HEIGHT = 0.09
+RESET_JOINT_SCALE = (0.5, 1.5)  # initial joints = standing pose * U(0.5, 1.5)
+RESET_DROP = 0.01  # the lowest foot starts this high above the floor
+
+ACTOR_OBS = 98
+CRITIC_OBS = 101
+
+WEIGHTS = {
+    "track_lin_vel": 2.0,
+    "track_ang_vel": 1.5,
+    "ang_vel_xy": -1.0,
+    "orientation": -10.0,
+    "action_rate": -2.0,
+    "feet_phase": 5.0,
+    "pose": -0.5,
+    "close_feet": -10.0,
+    "feet_ori": -5.0,
+    "alive": 10.0,
+}
+TRACK_SIGMA = 0.25
+FEET_PHASE_SIGMA = 0.008
+CLOSE_FEET = 0.15
+# per joint, JOINT_NAMES order: legs (hip pitch, roll, yaw, knee, ankle pitch, roll) x 2, then
+# waist and arms; the published G1 weights
+POSE_WEIGHTS = [0.01, 1.0, 5.0, 0.01, 5.0, 5.0] * 2 + [50.0] * 17
+MAX_TILT = math.radians(70.0)
+MIN_PELVIS_Z = 0.4
+MAX_ANG_VEL = 20.0
+
+
+def expected_foot_height(phase: torch.Tensor, swing: float = SWING_HEIGHT) -> torch.Tensor:
+    """Foot height the gait clock asks for: 0 at phase +-pi, a cubic Bezier up to `swing` at 0."""
+    x = (phase + math.pi) / (2.0 * math.pi)
+
+    def bezier(y0: float, y1: float, s: torch.Tensor) -> torch.Tensor:
+        return y0 + (y1 - y0) * (s**3 + 3.0 * s**2 * (1.0 - s))
+
+    return torch.where(x <= 0.5, bezier(0.0, swing, 2.0 * x), bezier(swing, 0.0, 2.0 * x - 1.0))
+
+
+class G1WalkFlat(G1TaskBase):
+    """See the module docstring; implements `tasks.base.Task`."""
+
+    _STATE = ("last_action", "prev_action", "command", "phase", "gait_freq", "steps")
+
+    def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
+                 randomize: bool = True, reset_noise: bool = True) -> None:
+        super().__init__(robot_xml, randomize)
+        steps = round(EPISODE_SECONDS / self.control_dt) if max_episode_steps is None else int(max_episode_steps)
+        if steps < 1:
+            raise ValueError(f"task.max_episode_steps must be >= 1, got {steps}")
+        self.reset_noise = reset_noise
+        self.spec = EnvSpec(task=NAME, actor_obs_dim=ACTOR_OBS, critic_obs_dim=CRITIC_OBS,
+                            action_dim=g1.NUM_JOINTS, max_episode_steps=steps, control_dt=self.control_dt)
+        self.command_steps = round(COMMAND_SECONDS / self.control_dt)
+
+    def bind(self, num_envs: int, device: torch.device) -> None:
+        super().bind(num_envs, device)
+        dev, f32 = self._device, dict(dtype=torch.float32, device=self._device)
+        m = self._host_model()
+        self._feet = BodyKinematics(m, [self.body_id(b) for b in g1.FEET_BODIES], dev)
+        self._site_off = torch.as_tensor(m.site_pos[list(self.layout.foot_sites)], **f32)  # [2, 3]
+        self.command = torch.zeros(num_envs, 3, **f32)
+        self.phase = torch.zeros(num_envs, **f32)  # left foot; the right foot is at phase + pi
+        self.gait_freq = torch.ones(num_envs, **f32)
+        self.steps = torch.zeros(num_envs, dtype=torch.long, device=dev)
+        self.pose_weights = torch.tensor(POSE_WEIGHTS, **f32)
+        self._cmd_lo = torch.tensor(CMD_LO, **f32)
+        self._cmd_hi = torch.tensor(CMD_HI, **f32)
+        self._zero_root = torch.tensor([0.0, 0.0, g1.ROOT_HEIGHT], **f32)
+        # where the feet are in the standing pose, for the reset's height adjustment
+        self._stand_foot_z = self._foot_sites(self.qpos_default.unsqueeze(0))[0][..., 2].min()
+
+    # -- command and clock ---------------------------------------------------------------------
+    def _draw_commands(self, generator: torch.Generator) -> torch.Tensor:
+        n = self._num_envs
+        cmd = self._uniform(generator, n, 3, lo=self._cmd_lo, hi=self._cmd_hi)
+        stand = torch.rand(n, 1, generator=generator, device=self._device) < STAND_PROB
+        return cmd.masked_fill(stand, 0.0)
+
+    def standing(self) -> torch.Tensor:
+        return (self.command[:, :2].norm(dim=1) < STAND_EPS) & (self.command[:, 2].abs() < STAND_EPS)
+
+    def gait_phases(self) -> torch.Tensor:
+        """[N, 2] phases of the left and right foot; both pi (planted) under a stand command."""
+        both = torch.stack((self.phase, wrap_angle(self.phase + math.pi)), dim=1)
+        return torch.where(self.standing().unsqueeze(1), torch.full_like(both, math.pi), both)
+
+    # -- Task protocol -------------------------------------------------------------------------
+    def reset(self, mask: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        self._generator = generator  # commands are redrawn mid-episode (advance) from the same stream
+        n, dev = self._num_envs, self._device
+        yaw = self._uniform(generator, n, lo=-math.pi, hi=math.pi)
+        scale = self._uniform(generator, n, g1.NUM_JOINTS, lo=RESET_JOINT_SCALE[0], hi=RESET_JOINT_SCALE[1])
+        cmd = self._draw_commands(generator)
+        phase0 = self._uniform(generator, n, lo=-math.pi, hi=math.pi)
+        freq = self._uniform(generator, n, lo=GAIT_FREQ[0], hi=GAIT_FREQ[1])
+        if not self.reset_noise:
+            yaw, scale = torch.zeros_like(yaw), torch.ones_like(scale)
+
+        qj = self.q_default * scale
+        qpos = torch.cat((self._zero_root.expand(n, 3), root_yaw_quat(yaw), qj), dim=1)
+        # lift or lower the robot so that its lowest foot is RESET_DROP above the floor
+        foot_z = self._foot_sites(qpos)[0][..., 2].min(dim=1).values
+        qpos[:, 2] += RESET_DROP - foot_z
+        qvel = torch.zeros(n, self.nv, dtype=torch.float32, device=dev)
+
+        self.command.copy_(self._masked(mask, cmd, self.command))
+        self.phase.copy_(self._masked(mask, phase0, self.phase))
+        self.gait_freq.copy_(self._masked(mask, freq, self.gait_freq))
+        self.steps.masked_fill_(mask, 0)
+        self._reset_actions(mask)
+        return qpos, qvel
+
+    def apply_action(self, actions: torch.Tensor) -> torch.Tensor:
+        # the state this action leads to is one control step later: advance the clock with it
+        self.steps += 1
+        self.phase.copy_(wrap_angle(self.phase + 2.0 * math.pi * self.control_dt * self.gait_freq))
+        return super().apply_action(actions)
+
+    def advance(self, sim) -> None:
+        """After rewards and terminations: redraw the command every COMMAND_SECONDS (the next
+        observation shows it; the reward just computed used the old one)."""
+        assert self._generator is not None, "reset() first"
+        redraw = (self.steps % self.command_steps) == 0
+        # drawn for every env every step, so the random stream never depends on which envs redraw
+        self.command.copy_(self._masked(redraw, self._draw_commands(self._generator), self.command))
+
+    def observe(self, sim) -> Obs:
+        qpos, qvel = self._state(sim)
+        quat = qpos[:, 3:7]
+        phase = self.phase.unsqueeze(1)
+        actor = torch.cat(
+            (
+                qvel[:, 3:6] * 0.25,  # the free joint's angular velocity is in the pelvis frame: a gyro
+                Q.gravity_in(quat),
+                self.command,
+                qpos[:, 7:] - self.q_default,
+                qvel[:, 6:] * 0.05,
+                self.last_action,
+                torch.sin(phase),
+                torch.cos(phase),
+            ),
+            dim=1,
+        )
+        lin_local = Q.rotate_inv(quat, qvel[:, 0:3])
+        return {"actor": actor, "critic": torch.cat((lin_local * 2.0, actor), dim=1)}
+
+    def _foot_sites(self, qpos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """World positions [N, 2, 3] of the sole sites and orientations [N, 2, 4] of the feet."""
+        f = self._feet(qpos)
+        return f.pos + Q.rotate(f.quat, self._site_off.expand_as(f.pos)), f.quat
+
+    def reward_terms(self, sim) -> dict[str, torch.Tensor]:
+        """Each term's raw value [N] (before weight and dt)."""
+        qpos, qvel = self._state(sim)
+        quat = qpos[:, 3:7]
+        ang_local = qvel[:, 3:6]
+        heading = Q.yaw_quat(quat)
+        v_heading = Q.rotate_inv(heading, qvel[:, 0:3])
+        yaw_rate = Q.rotate(quat, ang_local)[:, 2]
+        gravity = Q.gravity_in(quat)
+        feet_pos, feet_quat = self._foot_sites(qpos)
+        target_z = expected_foot_height(self.gait_phases())
+        feet_err = (feet_pos[..., 2] - target_z).square().sum(dim=1)
+        rel = Q.rotate_inv(heading, feet_pos[:, 0] - feet_pos[:, 1])  # left - right, heading frame
+        feet_gravity = Q.gravity_in(feet_quat)[..., :2].norm(dim=-1).sum(dim=1)
+        return {
+            "track_lin_vel": torch.exp(-(self.command[:, :2] - v_heading[:, :2]).square().sum(dim=1) / TRACK_SIGMA),
+            "track_ang_vel": torch.exp(-(self.command[:, 2] - yaw_rate).square() / TRACK_SIGMA),
+            "ang_vel_xy": ang_local[:, :2].square().sum(dim=1),
+            "orientation": gravity[:, :2].square().sum(dim=1),
+            "action_rate": self.action_rate(),
+            "feet_phase": torch.exp(-feet_err / FEET_PHASE_SIGMA),
+            "pose": (self.pose_weights * (qpos[:, 7:] - self.q_default).square()).sum(dim=1),
+            "close_feet": (rel[:, 1].abs() < CLOSE_FEET).float(),
+            "feet_ori": feet_gravity,
+            "alive": torch.ones_like(gravity[:, 0]),
+        }
+
+    def reward(self, sim) -> torch.Tensor:
+        terms = self.reward_terms(sim)
+        total = torch.zeros_like(terms["alive"])
+        for name, w in WEIGHTS.items():
+            total = total + (w * self.control_dt) * terms[name]
+        return total
+
+    def terminated(self, sim) -> torch.Tensor:
+        qpos, qvel = self._state(sim)
+        up = -Q.gravity_in(qpos[:, 3:7])[:, 2]  # cos(tilt)
+        spin = qvel[:, 3:6].norm(dim=1)
+        return (up < math.cos(MAX_TILT)) | (qpos[:, 2] < MIN_PELVIS_Z) | (spin > MAX_ANG_VEL)

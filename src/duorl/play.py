@@ -1,0 +1,164 @@
+"""`duorl play RUN_DIR`: deterministic evaluation of a run's policy (latest or chosen checkpoint).
+
+N episodes run as N parallel envs of the run's task on the CPU `mujoco` backend (the same task code
+as training on either backend), each from its own seeded start, with the deterministic action
+tanh(mean). Same run, same checkpoint, same N: same numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class PlayResult:
+    checkpoint: str
+    iteration: int
+    episodes: int
+    mean_return: float
+    min_return: float
+    max_return: float
+    mean_length: float
+    video: str | None = None
+    video_error: str | None = None
+
+
+class PlayError(RuntimeError):
+    pass
+
+
+def _load_run(run_dir: Path, checkpoint: str | None) -> tuple[Any, Path, dict[str, Any]]:
+    from duorl.config.load import config_from_dict
+    from duorl.runtime.checkpoint import latest_checkpoint, load_checkpoint
+
+    cfg_path = run_dir / "run_config.json"
+    if not cfg_path.is_file():
+        raise PlayError(f"{run_dir} is not a duorl run directory: {cfg_path} is missing")
+    cfg = config_from_dict(json.loads(cfg_path.read_text()))
+    path = Path(checkpoint) if checkpoint else latest_checkpoint(run_dir)
+    data = load_checkpoint(path)
+    return cfg, path, data
+
+
+def evaluate(
+    run_dir: Path, episodes: int = 8, checkpoint: str | None = None, video: str | None = None, sim: str = "mujoco"
+) -> PlayResult:
+    from duorl.algos.registry import make_actor
+    from duorl.envs.registry import env_spec, make_vec_env
+    from duorl.train import derive_seed
+
+    if episodes < 1:
+        raise PlayError(f"--episodes must be >= 1, got {episodes}")
+    cfg, path, data = _load_run(Path(run_dir), checkpoint)
+    spec = env_spec(cfg.task)
+    actor = make_actor(cfg.algo, spec, torch.device("cpu"))
+    actor.load_state_dict(data["policy"])
+    actor.eval()
+    sim_cfg = replace(cfg.sim, name=sim)
+    env = make_vec_env(cfg.task, sim_cfg, episodes, "cpu", derive_seed(cfg.training.seed, "play"), True)
+    recorder, video_error = None, None
+    if video:
+        try:
+            recorder = _VideoRecorder(env)
+        except PlayError as e:  # evaluate anyway; the message says why there is no video
+            video_error = str(e)
+
+    obs = env.reset()
+    finished = torch.zeros(episodes, dtype=torch.bool)
+    returns = torch.zeros(episodes, dtype=torch.float64)
+    lengths = torch.zeros(episodes, dtype=torch.float64)
+    with torch.no_grad():
+        # every episode ends by the time limit at the latest
+        for _ in range(spec.max_episode_steps + 1):
+            if recorder is not None and not bool(finished[0]):
+                recorder.frame()
+            obs, _, terminated, truncated, info = env.step(actor.act(obs["actor"]))
+            new = (terminated | truncated) & ~finished
+            returns = torch.where(new, info["episode_return"].double(), returns)
+            lengths = torch.where(new, info["episode_length"].double(), lengths)
+            finished |= new
+            if bool(finished.all()):
+                break
+    env.close()
+    out = recorder.write(video) if recorder is not None else None
+    return PlayResult(
+        checkpoint=str(path),
+        iteration=int(data["header"]["iteration"]),
+        episodes=episodes,
+        mean_return=float(returns.mean()),
+        min_return=float(returns.min()),
+        max_return=float(returns.max()),
+        mean_length=float(lengths.mean()),
+        video=out,
+        video_error=video_error,
+    )
+
+
+class _VideoRecorder:
+    """Frames of env 0 through MuJoCo's renderer; needs an OpenGL backend (MUJOCO_GL=egl or osmesa)."""
+
+    def __init__(self, env: Any) -> None:
+        import mujoco
+
+        try:
+            import imageio.v3  # noqa: F401
+        except ImportError as e:
+            raise PlayError("writing a video needs imageio with ffmpeg: pip install 'duorl[video]'") from e
+        self.env = env
+        self.model = env.task.mj_model()
+        self.data = mujoco.MjData(self.model)
+        try:
+            self.renderer = mujoco.Renderer(self.model, height=480, width=640)
+        except Exception as e:  # noqa: BLE001 - any GL failure means: no video on this machine
+            raise PlayError(
+                f"video needs an OpenGL backend for MuJoCo's renderer, and none works here ({e}). "
+                "On a GPU machine set MUJOCO_GL=egl; on a CPU-only machine install OSMesa "
+                "(apt-get install libosmesa6) and set MUJOCO_GL=osmesa; or play without --video."
+            ) from e
+        self.frames: list[Any] = []
+
+    def frame(self) -> None:
+        import mujoco
+
+        b = self.env.backend
+        self.data.qpos[:] = b.qpos[0].detach().cpu().double().numpy()
+        self.data.qvel[:] = b.qvel[0].detach().cpu().double().numpy()
+        mujoco.mj_forward(self.model, self.data)
+        self.renderer.update_scene(self.data)
+        self.frames.append(self.renderer.render().copy())
+
+    def write(self, path: str) -> str:
+        import imageio.v3 as iio
+
+        fps = max(1, round(1.0 / self.env.spec.control_dt))
+        iio.imwrite(path, self.frames, fps=fps)
+        return path
+
+
+def play_main(run_dir: str, episodes: int, checkpoint: str | None, video: str | None, as_json: bool) -> int:
+    from duorl.runtime.checkpoint import CheckpointError
+
+    try:
+        r = evaluate(Path(run_dir), episodes, checkpoint, video)
+    except (PlayError, CheckpointError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps(r.__dict__))
+    else:
+        print(f"checkpoint   {r.checkpoint} (iteration {r.iteration})")
+        print(f"episodes     {r.episodes}")
+        print(f"return       mean {r.mean_return:.3f}  min {r.min_return:.3f}  max {r.max_return:.3f}")
+        print(f"length       mean {r.mean_length:.1f}")
+        if r.video:
+            print(f"video        {r.video}")
+    if r.video_error:
+        print(f"error: no video written: {r.video_error}", file=sys.stderr)
+        return 1
+    return 0

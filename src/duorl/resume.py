@@ -1,0 +1,87 @@
+"""`training.resume`: find the checkpoint, check that this run's config can continue it, and turn it
+into the learner's and the runtime's state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from duorl.config.errors import ConfigError
+from duorl.runtime.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+from duorl.runtime.duo import ResumeState
+
+# keys a resumed run may change: where and how long it runs, how it reports, and test hooks; every
+# other key shapes the learner, the replay or the envs and must match the checkpoint
+MAY_DIFFER = (
+    "training.log_dir",
+    "training.resume",
+    "training.log_interval",
+    "training.progress",
+    "training.torch_threads",
+    "training.checkpoint_replay",
+    "training.export_onnx",
+    "training.no_play",
+    "training.devices",
+    "algo.max_iterations",
+    "algo.save_interval",
+    "sim.nthread",
+    "debug.",
+)
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def config_mismatches(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Keys (dotted) whose values differ and may not, as 'key: checkpoint=A, now=B'."""
+    a, b = _flatten(saved), _flatten(current)
+    out = []
+    for key in sorted(set(a) | set(b)):
+        if key.startswith(MAY_DIFFER):
+            continue
+        if a.get(key) != b.get(key):
+            out.append(f"{key}: checkpoint={a.get(key)!r}, now={b.get(key)!r}")
+    return out
+
+
+def load_resume(resume: str, current_config: dict[str, Any]) -> tuple[Path, dict[str, Any], ResumeState]:
+    """Returns (checkpoint path, the learner's state, the runtime's resume state); raises ConfigError
+    naming the mismatching keys when the config cannot continue this checkpoint."""
+    try:
+        path = latest_checkpoint(Path(resume))
+        data = load_checkpoint(path)
+    except CheckpointError as e:
+        r = Path(resume)
+        folder = r.parent if r.is_file() else (r / "checkpoints" if (r / "checkpoints").is_dir() else r)
+        others = sorted(p.name for p in folder.glob("*.pt"))
+        raise ConfigError(
+            "training.resume", resume, str(e), "a readable duorl checkpoint",
+            "resume from another checkpoint of that run" + (f" (there: {', '.join(others)})" if others else ""),
+        ) from None
+    saved = data.get("config")
+    if saved is None:
+        raise ConfigError("training.resume", resume, f"checkpoint {path} holds no config", "a duorl checkpoint",
+                          "resume from a checkpoint written by duorl train")
+    bad = config_mismatches(saved, current_config)
+    if bad:
+        raise ConfigError(
+            "training.resume", resume, f"this config cannot continue {path}: " + "; ".join(bad),
+            "the checkpoint's values for these keys",
+            "drop those overrides (or set them to the checkpoint's values); only " + ", ".join(MAY_DIFFER) + " may change",
+        )
+    runtime = data["runtime"]
+    state = ResumeState(
+        iteration=int(data["header"]["iteration"]),
+        replay_generator=runtime["replay_generator"],
+        collector=runtime.get("collector"),
+        replay=runtime.get("replay"),
+        replay_origin=int(runtime.get("replay_origin", 0)),
+    )
+    return path, data["learner"], state

@@ -1,0 +1,163 @@
+"""g1_motion_tracking on the mujoco backend: shapes, finite outputs, clip timing, terminations,
+and that following the reference exactly scores the maximum of every tracking term."""
+
+import numpy as np
+import pytest
+import torch
+
+from duorl.config.errors import ConfigError
+from duorl.config.schema import SimConfig, TaskConfig
+from duorl.envs import quat as Q
+from duorl.envs.g1.assets import resolve_g1_xml
+from duorl.envs.motion.clip import load_clip, resample, save_clip
+from duorl.envs.registry import env_spec, make_task, make_vec_env
+from duorl.envs.tasks.g1_tracking import ROOT, TRACKED_BODIES, WEIGHTS, G1MotionTracking, default_clip
+
+from .g1_util import cpu_env
+
+N = 4
+TRACKING_TERMS = ("anchor_pos", "anchor_ori", "body_pos", "body_ori", "body_lin_vel", "body_ang_vel")
+
+
+def test_spec():
+    spec = env_spec(TaskConfig(name="g1_motion_tracking"))
+    assert (spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim) == (160, 286, 29)
+    assert spec.control_dt == pytest.approx(0.02) and spec.max_episode_steps == 500
+    assert len(TRACKED_BODIES) == 14 and TRACKED_BODIES[7] == "torso_link"
+    assert set(WEIGHTS) == {*TRACKING_TERMS, "action_rate", "joint_limit"}
+
+
+def test_missing_motion_file_is_a_config_error():
+    with pytest.raises(ConfigError, match="task.motion_file=/nope.npz"):
+        make_task(TaskConfig(name="g1_motion_tracking", motion_file="/nope.npz"))
+
+
+def test_builds_and_steps_with_finite_outputs():
+    env = make_vec_env(TaskConfig(name="g1_motion_tracking", max_episode_steps=30), SimConfig(name="mujoco", nthread=1), N, "cpu", 1)
+    obs = env.reset()
+    assert obs["actor"].shape == (N, 160) and obs["critic"].shape == (N, 286)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(35):
+        obs, r, te, tr, info = env.step(torch.rand(N, 29, generator=g) * 2 - 1)
+        for t in (obs["actor"], obs["critic"], r, info["final_obs"]["critic"]):
+            assert torch.isfinite(t).all()
+        assert int(info["nan_resets"]) == 0
+    env.close()
+
+
+def put_robot_on_clip(env, k: torch.Tensor) -> None:
+    """Write the clip's state at frames k [N] into the simulation and the task's clock."""
+    task, sim = env.task, env.backend
+    quat = task.ref_quat[k, ROOT]
+    qpos = torch.cat((task.ref_pos[k, ROOT], quat, task.ref_joint_pos[k]), dim=1)
+    qvel = torch.cat((task.ref_lin_vel[k, ROOT], Q.rotate_inv(quat, task.ref_ang_vel[k, ROOT]), task.ref_joint_vel[k]), dim=1)
+    sim.reset_envs(torch.ones(env.num_envs, dtype=torch.bool), qpos, qvel)
+    task.frame.copy_(k)
+
+
+def test_following_the_reference_scores_the_maximum():
+    env = cpu_env(G1MotionTracking(randomize=False, reset_noise=False), 6, seed=0)
+    env.reset()
+    task = env.task
+    k = torch.tensor([0, 37, 120, 250, 333, task.clip_frames - 1])
+    put_robot_on_clip(env, k)
+    terms = task.reward_terms(env.backend)
+    for name in TRACKING_TERMS:
+        torch.testing.assert_close(terms[name], torch.ones(6), atol=2e-5, rtol=0, msg=name)
+    assert (terms["joint_limit"] == 0).all()  # the clip stays inside the soft limits
+    assert not task.terminated(env.backend).any()
+    # every kernel is exp(-err): 1 is its maximum; any deviation scores less
+    qpos = env.backend.qpos.clone()
+    qpos[:, 0] += 0.1
+    qpos[:, 8:] += 0.1
+    env.backend.reset_envs(torch.ones(6, dtype=torch.bool), qpos, env.backend.qvel.clone())
+    worse = task.reward_terms(env.backend)
+    for name in ("anchor_pos", "body_pos", "body_ori"):
+        assert (worse[name] < 0.999).all(), name
+
+
+def test_reset_starts_on_the_clip_at_random_frames():
+    env = cpu_env(G1MotionTracking(randomize=False, reset_noise=False), 64, seed=3)
+    env.reset()
+    task = env.task
+    f = task.frame
+    assert f.min() >= 0 and f.max() <= task.clip_frames - 2 and len(set(f.tolist())) > 40
+    fk = task._fk(env.backend.qpos.float(), env.backend.qvel.float())
+    torch.testing.assert_close(fk.pos, task.ref_pos[f], atol=2e-5, rtol=0)
+    torch.testing.assert_close(fk.lin_vel, task.ref_lin_vel[f], atol=2e-4, rtol=0)
+    # with the default noise the start is near, not on, the clip
+    noisy = cpu_env(G1MotionTracking(randomize=False), 64, seed=3)
+    noisy.reset()
+    d = (noisy.task._fk(noisy.backend.qpos.float()).pos - task.ref_pos[noisy.task.frame])[:, ROOT]
+    assert 0 < d.abs().max() <= 0.05 + 1e-6
+
+
+def test_observation_targets_the_next_frame():
+    env = cpu_env(G1MotionTracking(randomize=False, reset_noise=False), 3, seed=0)
+    env.reset()
+    task = env.task
+    put_robot_on_clip(env, torch.tensor([10, 200, 400]))
+    obs = task.observe(env.backend)
+    nxt = task.frame + 1
+    torch.testing.assert_close(obs["actor"][:, :29], task.ref_joint_pos[nxt])
+    torch.testing.assert_close(obs["actor"][:, 29:58], task.ref_joint_vel[nxt])
+    step = Q.rotate_inv(task.ref_quat[task.frame, 7], task.ref_pos[nxt, 7] - task.ref_pos[task.frame, 7])
+    torch.testing.assert_close(obs["actor"][:, 58:61], step, atol=1e-5, rtol=0)
+    torch.testing.assert_close(obs["critic"][:, :67], obs["actor"][:, :67])
+    env.step(torch.zeros(3, 29))
+    assert task.frame.tolist() == [11, 201, 401]  # the action aims at the frame the obs showed
+
+
+def test_clip_end_truncates_and_straying_terminates():
+    env = cpu_env(G1MotionTracking(randomize=False, reset_noise=False), 3, seed=0)
+    env.reset()
+    task = env.task
+    put_robot_on_clip(env, torch.tensor([task.clip_frames - 2, 100, 100]))
+    qpos = env.backend.qpos.clone()
+    qpos[2, 2] += 0.5  # env 2 floats 0.5 m above the clip
+    env.backend.reset_envs(torch.tensor([False, False, True]), qpos, env.backend.qvel.clone())
+    _, _, te, tr, info = env.step(torch.zeros(3, 29))
+    assert tr.tolist() == [True, False, False] and te.tolist() == [False, False, True]
+    assert info["episode_length"][0] == 1
+
+
+def test_a_retargeted_clip_file_loads(tmp_path):
+    """A clip in the common format without body_names (every model body but the world, model
+    order) at another frame rate, and one with named bodies in another order, give the same
+    references as the clip they came from."""
+    src = default_clip(resolve_g1_xml(None))
+    plain = resample(src, 30.0)
+    plain = type(plain)(**{**plain.__dict__, "body_names": None})
+    save_clip(tmp_path / "plain.npz", plain)
+    perm = np.random.default_rng(0).permutation(src.body_pos_w.shape[1])
+    named = type(src)(**{**src.__dict__, "body_names": tuple(src.body_names[i] for i in perm),
+                         **{k: getattr(src, k)[:, perm] for k in ("body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")}})
+    save_clip(tmp_path / "named.npz", named)
+    refs = {}
+    for name in ("plain", "named"):
+        task = G1MotionTracking(motion_file=str(tmp_path / f"{name}.npz"), randomize=False)
+        task.bind(2, torch.device("cpu"))
+        refs[name] = task
+    base = G1MotionTracking(randomize=False)
+    base.bind(2, torch.device("cpu"))
+    torch.testing.assert_close(refs["named"].ref_pos, base.ref_pos, atol=1e-5, rtol=0)
+    torch.testing.assert_close(refs["named"].ref_quat, base.ref_quat, atol=1e-5, rtol=0)
+    # 30 fps -> 50 fps: 10 s either way; interpolation error of a smooth clip is small
+    assert refs["plain"].clip_frames == base.clip_frames
+    torch.testing.assert_close(refs["plain"].ref_pos, base.ref_pos, atol=2e-3, rtol=0)
+    torch.testing.assert_close(refs["plain"].ref_joint_pos, base.ref_joint_pos, atol=5e-3, rtol=0)
+    assert load_clip(tmp_path / "plain.npz").body_names is None
+
+
+def test_state_dict_round_trip():
+    a, b = cpu_env(G1MotionTracking(), N, seed=5), cpu_env(G1MotionTracking(), N, seed=5)
+    a.reset(), b.reset()
+    for _ in range(2):
+        a.step(torch.full((N, 29), 0.1))
+        b.step(torch.full((N, 29), -0.3))
+    b.load_state_dict(a.state_dict())
+    for _ in range(3):
+        oa, ra, *_ = a.step(torch.full((N, 29), -0.2))
+        ob, rb, *_ = b.step(torch.full((N, 29), -0.2))
+        assert torch.equal(oa["critic"], ob["critic"]) and torch.equal(ra, rb)
+    assert torch.equal(a.task.frame, b.task.frame)

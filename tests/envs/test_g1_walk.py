@@ -1,0 +1,165 @@
+"""g1_walk_flat on the mujoco backend: shapes, finite outputs, observation layout, commands,
+terminations, randomisation and reward sanity (standing still under a zero command beats falling)."""
+
+import math
+
+import pytest
+import torch
+
+from duorl.config.schema import SimConfig, TaskConfig
+from duorl.envs import quat as Q
+from duorl.envs.registry import env_spec, make_vec_env
+from duorl.envs.tasks import g1_walk
+from duorl.envs.tasks.g1_walk import G1WalkFlat, expected_foot_height
+
+from .g1_util import cpu_env, pitch_of, standing_controller
+
+N = 4
+
+
+def test_spec():
+    spec = env_spec(TaskConfig(name="g1_walk_flat"))
+    assert (spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim) == (98, 101, 29)
+    assert spec.control_dt == pytest.approx(0.02) and spec.max_episode_steps == 1000  # 20 s at 50 Hz
+    assert env_spec(TaskConfig(name="g1_walk_flat", max_episode_steps=7)).max_episode_steps == 7
+
+
+def test_builds_and_steps_with_finite_outputs():
+    env = make_vec_env(TaskConfig(name="g1_walk_flat", max_episode_steps=40), SimConfig(name="mujoco", nthread=1), N, "cpu", 3)
+    obs = env.reset()
+    assert obs["actor"].shape == (N, 98) and obs["critic"].shape == (N, 101)
+    g = torch.Generator().manual_seed(0)
+    done_any = False
+    for _ in range(45):  # random actions: falls and a time limit
+        obs, r, te, tr, info = env.step(torch.rand(N, 29, generator=g) * 2 - 1)
+        for t in (obs["actor"], obs["critic"], r, info["final_obs"]["actor"]):
+            assert torch.isfinite(t).all()
+        assert r.dtype == torch.float32 and int(info["nan_resets"]) == 0
+        done_any |= bool((te | tr).any())
+    assert done_any
+    env.close()
+
+
+def test_observation_layout():
+    env = cpu_env(G1WalkFlat(randomize=False), 8, seed=1)
+    obs = env.reset()["actor"]
+    task, qpos = env.task, env.backend.qpos.float()
+    assert torch.all(obs[:, 0:3] == 0)  # at rest
+    torch.testing.assert_close(obs[:, 3:6], Q.gravity_in(qpos[:, 3:7]))
+    assert torch.allclose(obs[:, 5], torch.tensor(-1.0))  # upright (random yaw only)
+    torch.testing.assert_close(obs[:, 6:9], task.command)
+    torch.testing.assert_close(obs[:, 9:38], qpos[:, 7:] - task.q_default)
+    assert torch.all(obs[:, 38:67] == 0) and torch.all(obs[:, 67:96] == 0)
+    torch.testing.assert_close(obs[:, 96], torch.sin(task.phase))
+    torch.testing.assert_close(obs[:, 97], torch.cos(task.phase))
+    a = torch.linspace(-1, 1, 29).repeat(8, 1)
+    *_, info = env.step(a * 3.0)
+    torch.testing.assert_close(info["final_obs"]["actor"][:, 67:96], (3.0 * a).clamp(-1, 1))  # clipped
+    torch.testing.assert_close(info["final_obs"]["critic"][:, 3:], info["final_obs"]["actor"])
+    lin = Q.rotate_inv(env.backend.qpos[:, 3:7].float(), env.backend.qvel[:, :3].float())
+    torch.testing.assert_close(info["final_obs"]["critic"][:, :3], 2.0 * lin)
+
+
+def test_reset_lands_the_feet_and_randomises():
+    env = cpu_env(G1WalkFlat(), 16, seed=2)
+    env.reset()
+    task = env.task
+    feet, _ = task._foot_sites(env.backend.qpos.float())
+    torch.testing.assert_close(feet[..., 2].min(dim=1).values, torch.full((16,), g1_walk.RESET_DROP))
+    assert (task.command.abs() <= 1).all() and (task.gait_freq >= 0.8).all() and (task.gait_freq <= 1.2).all()
+    assert len(set(task.command[:, 0].tolist())) > 4 and task.phase.std() > 0
+    # per-env randomised foot friction and torso mass, the same on every foot of one robot
+    mu = torch.stack([torch.as_tensor(m.geom_friction[task.layout.foot_geoms, 0]) for m in env.backend._models])
+    assert (mu.std(dim=1) == 0).all() and (mu[:, 0] >= 0.5).all() and (mu[:, 0] <= 1.25).all() and mu[:, 0].std() > 0
+    torso = task.body_id("torso_link")
+    mass = torch.tensor([m.body_mass[torso] for m in env.backend._models])
+    base = task._host_model().body_mass[torso]
+    assert ((mass - base) >= -1).all() and ((mass - base) <= 3).all() and mass.std() > 0
+    sub = torch.tensor([m.body_subtreemass[0] for m in env.backend._models])
+    torch.testing.assert_close(sub - task._host_model().body_subtreemass[0], mass - base, rtol=0, atol=1e-5)
+
+
+def test_commands_are_redrawn_within_an_episode():
+    env = cpu_env(G1WalkFlat(randomize=False), N, seed=4)
+    task = env.task
+    task.command_steps = 3  # instead of every 10 s
+    env.reset()
+    seen = [task.command.clone()]
+    for _ in range(6):
+        _, _, te, tr, info = env.step(torch.zeros(N, 29))
+        assert not (te | tr).any()
+        seen.append(task.command.clone())
+    changed = [not torch.equal(a, b) for a, b in zip(seen, seen[1:])]
+    assert changed == [False, False, True, False, False, True]
+    # the reward of a step uses the command the policy saw; the next observation shows the new one
+    torch.testing.assert_close(info["final_obs"]["actor"][:, 6:9], task.command)
+
+
+def test_gait_clock():
+    z = expected_foot_height(torch.tensor([-math.pi, -math.pi / 2, 0.0, math.pi / 2, math.pi]))
+    torch.testing.assert_close(z, torch.tensor([0.0, 0.045, 0.09, 0.045, 0.0]))
+    env = cpu_env(G1WalkFlat(randomize=False), 2, seed=0)
+    env.reset()
+    task = env.task
+    p0 = task.phase.clone()
+    env.step(torch.zeros(2, 29))
+    expect = torch.remainder(p0 + 2 * math.pi * 0.02 * task.gait_freq + math.pi, 2 * math.pi) - math.pi
+    torch.testing.assert_close(task.phase, expect)
+    task.command[0] = 0.0
+    phases = task.gait_phases()
+    assert torch.allclose(phases[0], torch.tensor(math.pi))  # standing: both feet planted
+    torch.testing.assert_close(torch.remainder(phases[1, 1] - phases[1, 0], 2 * math.pi), torch.tensor(math.pi))
+
+
+def test_standing_still_scores_above_falling():
+    """Zero command, 100 steps (2 s): a standing controller keeps the G1 up and collects more
+    reward than zero actions, with which the soft PD lets it fall (terminated)."""
+    env = cpu_env(G1WalkFlat(randomize=False, reset_noise=False), 2, seed=0)
+    env.reset()
+    env.task.command.zero_()
+    returns, fell_at = torch.zeros(2), None
+    for t in range(100):
+        a = standing_controller(env)
+        a[1] = 0.0  # env 1: zero actions
+        _, r, te, tr, info = env.step(a)
+        assert not tr.any()
+        live = torch.tensor([True, fell_at is None])
+        returns += torch.where(live, r, torch.zeros_like(r))
+        assert not te[0], "the standing controller fell"
+        if te[1] and fell_at is None:
+            fell_at = t
+            assert info["episode_return"][1] == pytest.approx(float(returns[1]), rel=1e-5)
+        env.task.command.zero_()  # the fallen env's reset drew a new one
+    assert fell_at is not None and fell_at < 100
+    stand_per_step, fall_per_step = returns[0] / 100, returns[1] / (fell_at + 1)
+    assert returns[0] > 1.5 * returns[1] and stand_per_step > fall_per_step
+    terms = env.task.reward_terms(env.backend)
+    assert terms["track_lin_vel"][0] > 0.9 and terms["feet_phase"][0] > 0.9 and terms["orientation"][0] < 0.01
+
+
+def test_falls_terminate():
+    env = cpu_env(G1WalkFlat(randomize=False, reset_noise=False), 3, seed=0)
+    env.reset()
+    sim = env.backend
+    qpos = sim.qpos.clone()
+    tilt = Q.from_axis_angle(torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), torch.tensor(math.radians(75.0), dtype=torch.float64))
+    qpos[0, 3:7] = tilt
+    qpos[1, 2] = 0.3  # sitting on the floor
+    sim.reset_envs(torch.tensor([True, True, False]), qpos, sim.qvel.clone())
+    assert env.task.terminated(sim).tolist() == [True, True, False]
+    assert pitch_of(sim.qpos)[2].abs() < 1e-6
+
+
+def test_state_dict_round_trip():
+    """A rebuilt env (same seed: same randomised worlds) continues exactly from a saved state,
+    whatever it did before; two threads, so the rollout's thread assignment must not matter."""
+    a, b = cpu_env(G1WalkFlat(), N, seed=5, nthread=2), cpu_env(G1WalkFlat(), N, seed=5, nthread=2)
+    a.reset(), b.reset()
+    for _ in range(3):
+        a.step(torch.full((N, 29), 0.1))
+        b.step(torch.full((N, 29), -0.5))
+    b.load_state_dict(a.state_dict())
+    for _ in range(3):
+        oa, ra, *_ = a.step(torch.full((N, 29), -0.2))
+        ob, rb, *_ = b.step(torch.full((N, 29), -0.2))
+        assert torch.equal(oa["critic"], ob["critic"]) and torch.equal(ra, rb)

@@ -1,0 +1,83 @@
+"""Checkpoint and resume through the real duo: N + M iterations equal N+M uninterrupted ones."""
+
+import json
+import shutil
+
+import torch
+
+from duorl.runtime.checkpoint import load_checkpoint
+from tests.conftest import run_duorl
+from tests.runtime.test_duo_protocol import _assert_bitwise_equal
+
+N, M = 6, 6
+COMMON = [f"algo.save_interval={N}", "training.log_interval=1", "algo.learning_starts=2", "training.env_steps_per_sync=2", "algo.buffer_size=8"]
+
+
+def _final(run):
+    return load_checkpoint(run / "checkpoints" / "final.pt")
+
+
+def test_resume_with_replay_is_bitwise_identical(tmp_path):
+    full, first, resumed = tmp_path / "full", tmp_path / "first", tmp_path / "resumed"
+    r = run_duorl(full, f"algo.max_iterations={N + M}", *COMMON)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = run_duorl(first, f"algo.max_iterations={N + M}", *COMMON, "training.checkpoint_replay=true")
+    assert r.returncode == 0, r.stderr[-3000:]
+    ckpt = first / "checkpoints" / f"iter_{N:06d}.pt"
+    head = load_checkpoint(ckpt)["header"]
+    assert head["iteration"] == N and head["collector_state"] and head["replay"]
+    r = run_duorl(
+        resumed, f"algo.max_iterations={N + M}", *COMMON, "training.checkpoint_replay=true", f"training.resume={ckpt}"
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"resuming {ckpt} at iteration {N}" in r.stdout
+    summary = json.loads((resumed / "run_summary.json").read_text())
+    assert summary["iterations"] == N + M and summary["runtime_manifest"]["resumed_from"]["iteration"] == N
+    a, b = _final(full), _final(resumed)
+    _assert_bitwise_equal(a["learner"], b["learner"])
+    # and the training really moved between the checkpoint and the end
+    mid = load_checkpoint(ckpt)["learner"]["critic"]
+    assert any(not torch.equal(mid[k], a["learner"]["critic"][k]) for k in mid)
+
+
+def test_resume_without_replay_refills_replay_first(tmp_path):
+    first, resumed = tmp_path / "first", tmp_path / "resumed"
+    r = run_duorl(first, f"algo.max_iterations={N}", *COMMON)
+    assert r.returncode == 0, r.stderr[-3000:]
+    head = load_checkpoint(first / "checkpoints" / "final.pt")["header"]
+    assert head["iteration"] == N and head["collector_state"] and not head["replay"]
+    r = run_duorl(resumed, f"algo.max_iterations={N + M}", *COMMON, f"training.resume={first}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "replay not in the checkpoint" in r.stdout
+    rows = [json.loads(x) for x in (resumed / "metrics.jsonl").read_text().splitlines()]
+    assert rows[0]["iteration"] == N + 1
+    # the documented difference: no update until learning_starts ticks were collected again
+    assert "Loss/critic" not in rows[0]
+    assert any("Loss/critic" in row for row in rows)
+
+
+def test_incompatible_config_names_the_keys(tmp_path):
+    first = tmp_path / "first"
+    r = run_duorl(first, "algo.max_iterations=2", *COMMON)
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = run_duorl(tmp_path / "bad", "algo.max_iterations=4", *COMMON, "algo.gamma=0.9", "algo.batch_size=16", f"training.resume={first}")
+    assert r.returncode == 2
+    assert "algo.gamma: checkpoint=0.99, now=0.9" in r.stderr and "algo.batch_size" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_corrupt_checkpoint_is_a_clear_error_and_keeps_the_previous(tmp_path):
+    first = tmp_path / "first"
+    r = run_duorl(first, "algo.max_iterations=4", "algo.save_interval=2", *COMMON[2:])
+    assert r.returncode == 0, r.stderr[-3000:]
+    ck = first / "checkpoints"
+    good = ck / "iter_000002.pt"
+    before = good.read_bytes()
+    final = ck / "final.pt"
+    final.write_bytes(final.read_bytes()[: final.stat().st_size // 2])  # truncated
+    r = run_duorl(tmp_path / "again", "algo.max_iterations=6", "algo.save_interval=2", *COMMON[2:], f"training.resume={first}")
+    assert r.returncode == 2
+    assert "unreadable" in r.stderr and "final.pt" in r.stderr and "Traceback" not in r.stderr
+    assert good.read_bytes() == before
+    shutil.copy(good, tmp_path / "copy.pt")
+    assert load_checkpoint(tmp_path / "copy.pt")["header"]["iteration"] == 2
