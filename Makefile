@@ -23,6 +23,7 @@ run: $(STAMP)
 	$(VENV)/bin/duorl train --algo sac --task pendulum_swingup $(ARGS)
 
 test: $(STAMP)
+	$(VENV)/bin/duorl assets g1 --if-missing
 	$(PY) -m pytest -q tests
 
 clean:

@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     assets.add_argument("--no-meshes", action="store_true", help="only the model file (training needs no meshes)")
     assets.add_argument("--force", action="store_true", help="fetch again even if the cache is filled")
     assets.add_argument("--wheel", default=None, metavar="PATH", help="extract from this mjlab wheel (no download)")
+    assets.add_argument("--if-missing", action="store_true",
+                        help="do nothing if a model is already found (DUORL_G1_XML, mjlab, or the cache)")
 
     motion = sub.add_parser("motion", help="reference motion clips",
                             description="Reference motion clips for g1_motion_tracking.")
@@ -229,7 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "assets":
         from duorl.envs.g1.assets import assets_command
 
-        return assets_command(args.robot, meshes=not args.no_meshes, force=args.force, wheel=args.wheel)
+        return assets_command(args.robot, meshes=not args.no_meshes, force=args.force, wheel=args.wheel,
+                              if_missing=args.if_missing)
     if args.command == "motion" and args.motion_command == "synth":
         from duorl.envs.motion.synth import synth_command
 

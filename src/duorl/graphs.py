@@ -335,6 +335,7 @@ class WholeCycleGraph:
             with torch.cuda.graph(graph):
                 outputs = learner.train_iteration(sample, num_updates)
         except Exception as e:
+            _reset_generators(generators)
             raise GraphCaptureError(_explain(type(learner).__name__, e)) from e
         finally:
             # the capture ran Python, not kernels: only host-side state moved
@@ -386,6 +387,19 @@ def graph_fingerprint(learner: GraphCapturable) -> tuple:
             for p in g["params"]:
                 items.append(tuple((k, _scalar(v)) for k, v in opt.state.get(p, {}).items()))
     return tuple(items)
+
+
+def _reset_generators(generators: Sequence[torch.Generator]) -> None:
+    """Best effort after a failed capture: a generator registered with it can be left in capture mode
+    (every later draw then fails); capturing an empty graph with it ends that mode cleanly."""
+    try:
+        empty = torch.cuda.CUDAGraph()
+        for g in generators:
+            empty.register_generator_state(g)
+        with torch.cuda.graph(empty):
+            pass
+    except Exception:  # noqa: BLE001 - the original capture error is what the caller reports
+        pass
 
 
 def _explain(name: str, e: BaseException) -> str:

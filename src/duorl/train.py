@@ -203,6 +203,7 @@ def train(cfg: Config) -> int:
         learner_delay_ms=cfg.debug.learner_delay_ms,
         check_replay_window=cfg.debug.check_replay_window,
         snapshot_dir=str(run_dir / "checkpoints"),
+        nan_dump_path=str(run_dir / "nan_first_state.pt") if tr.nan_guard.enabled else None,
         checkpoint_replay=tr.checkpoint_replay,
         whole_cycle_cuda_graph=graph_enabled(cfg, device),
         replay_age_bias=replay_age_bias(algo),
@@ -255,6 +256,8 @@ def train(cfg: Config) -> int:
     extra: dict[str, Any] = {}
     if result.error:
         extra["error"] = result.error
+    if (run_dir / "nan_first_state.pt").exists():
+        extra["nan_first_state"] = "nan_first_state.pt"
     if cfg.debug.check_replay_window:
         extra["replay_window_check"] = {
             "samples_checked": result.replay_samples_checked,

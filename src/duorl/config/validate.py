@@ -226,6 +226,11 @@ def validate(cfg: Config) -> Config:
 
 def _check_graph(cfg: Config) -> None:
     """algo.algo_params.whole_cycle_cuda_graph: null = automatic, true = required, false = eager."""
+    v = cfg.algo.algo_params.torch_compile
+    if v is not None and not isinstance(v, bool):
+        raise ConfigError("algo.algo_params.torch_compile", v, "not a boolean or null",
+                          "null (automatic: on for CUDA learners), true, false",
+                          "remove the key or set algo.algo_params.torch_compile=false")
     key = "algo.algo_params.whole_cycle_cuda_graph"
     v = cfg.algo.algo_params.whole_cycle_cuda_graph
     allowed = "null (automatic: on with CUDA), true (required), false (eager)"

@@ -59,6 +59,8 @@ class CollectorArgs:
     snapshot_dir: str | None = None
     snapshot_every: int = 0
     restore: dict[str, Any] | None = None
+    # where the first non-finite env state the NaN guard met is saved, once (None: not saved)
+    nan_dump_path: str | None = None
 
 
 def _die_with_parent() -> None:
@@ -125,6 +127,7 @@ def _run(args: CollectorArgs) -> None:
     if args.restore is not None:
         obs = _restore(args.restore, env, actor, gen, device)
     snapshots = _Snapshots(args.snapshot_dir)
+    nan_snapshot = getattr(env, "nan_snapshot", None) if args.nan_dump_path else None
     control.set(COLLECTOR_READY, 1)
     k = args.start_iteration
     while True:
@@ -159,6 +162,9 @@ def _run(args: CollectorArgs) -> None:
         # the publish: rows must be in memory before the learner may read them
         sync(device)
         stats = timer.collect()
+        if nan_snapshot is not None and bool(nan_snapshot.taken):  # after the sync: no extra stall
+            torch.save({"iteration": k, **nan_snapshot.tensors()}, args.nan_dump_path)
+            nan_snapshot = None
         stats["collector_learner_wait_ms"] = waited * 1e3
         stats["collector_iteration_ms"] = (time.perf_counter() - t_iter) * 1e3
         stats.update(acc.result())

@@ -64,6 +64,7 @@ class DuoSettings:
     # where the collector leaves its state for checkpoints (None: no exact-resume state is kept)
     snapshot_dir: str | None = None
     checkpoint_replay: bool = False
+    nan_dump_path: str | None = None
 
 
 @dataclass
@@ -195,6 +196,7 @@ class Duo:
             explore_seed=s.explore_seed,
             snapshot_dir=s.snapshot_dir,
             snapshot_every=s.save_interval,
+            nan_dump_path=s.nan_dump_path,
             restore=self.resume.collector if self.resume is not None else None,
             learner_pid=os.getpid(),
             torch_threads=s.torch_threads,
@@ -440,3 +442,6 @@ class Duo:
         if p.is_alive():
             p.kill()
             p.join(timeout=5)
+        if self.device.type == "cuda":
+            # release the CUDA IPC blocks the collector held, so the learner's exit finds none in use
+            torch.cuda.ipc_collect()

@@ -31,11 +31,13 @@ from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
 from duorl.algos.capture import CycleCaptureMixin
+from duorl.algos.compiling import compile_enabled, maybe_compile
 from duorl.algos.flashsac.networks import FlashSACActor, FlashSACCritic, target_entropy_from_std
 from duorl.algos.flashsac.reward_scale import ReturnScale
 from duorl.algos.flashsac.schedule import WarmupCosine
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
 from duorl.algos.sac.learner import derive_seed
+from duorl.algos.sac.networks import tanh_gaussian_log_prob
 from duorl.algos.sac.normalizer import RunningObsNormalizer
 
 if TYPE_CHECKING:
@@ -76,6 +78,12 @@ def build_critic(cfg: AlgoConfig, spec: EnvSpec) -> FlashSACCritic:
         v_min=cfg.v_min,
         v_max=cfg.v_max,
     )
+
+
+def squash(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reparameterised tanh-Gaussian sample and its log-density (the ops of FlashSACActor.forward)."""
+    pre_tanh = mean + torch.exp(log_std) * noise
+    return torch.tanh(pre_tanh), tanh_gaussian_log_prob(pre_tanh, mean, log_std)
 
 
 def categorical_td_target(
@@ -146,6 +154,15 @@ class FlashSACLearner(CycleCaptureMixin):
         self.state_generation = 0
         self.grad_callbacks: list = []
         self._last_actor_metrics = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
+
+        # compiled views of the networks (CUDA; identity on the CPU): see algos/compiling.py
+        self.compiled = compile_enabled(cfg, self.device)
+        self._critic_fn = maybe_compile(self.critic, self.compiled)
+        self._target_fn = maybe_compile(self.critic_target, self.compiled)
+        self._actor_dist = maybe_compile(self.actor.distribution_params, self.compiled)
+        self._squash = maybe_compile(squash, self.compiled)
+        self._project_actor = maybe_compile(self.actor.project_, self.compiled)
+        self._project_critic = maybe_compile(self.critic.project_, self.compiled)
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -280,6 +297,12 @@ class FlashSACLearner(CycleCaptureMixin):
     def _normalize_critic_obs(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic_obs_norm(obs) if self.critic_obs_norm is not None else obs
 
+    def _sample(self, obs_actor: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action, log_prob): the actor's reparameterised sample, noise from self.generator."""
+        mean, log_std = self._actor_dist(obs_actor, training)
+        noise = torch.randn(mean.shape, generator=self.generator, device=mean.device, dtype=mean.dtype)
+        return self._squash(mean, log_std, noise)
+
     def _optimizer_step(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], loss: torch.Tensor) -> None:
         optimizer.zero_grad(set_to_none=False)
         loss.backward()
@@ -295,14 +318,14 @@ class FlashSACLearner(CycleCaptureMixin):
         with self._critic_frozen():
             with self._autocast():
                 obs_all = torch.cat([batch.obs_actor, batch.next_obs_actor], dim=0)
-                action_all, log_prob_all, _ = self.actor(obs_all, self.generator, training=True)
+                action_all, log_prob_all = self._sample(obs_all, training=True)
                 action, log_prob = action_all[:b], log_prob_all[:b]
-                logits = self.critic(obs_critic, action, training=False)
+                logits = self._critic_fn(obs_critic, action, training=False)
             q = self.critic.expected_value(logits.float().softmax(-1))  # [2, B]
             alpha = self.log_alpha.detach().exp()
             actor_loss = (alpha * log_prob - torch.minimum(q[0], q[1])).mean()
             self._optimizer_step(self.actor_optimizer, self._actor_params, actor_loss)
-        self.actor.project_()
+        self._project_actor()
 
         entropy = -log_prob.detach().mean()
         alpha_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
@@ -316,9 +339,9 @@ class FlashSACLearner(CycleCaptureMixin):
         obs_all = torch.cat([obs_critic, next_obs_critic], dim=0)
         with torch.no_grad():
             with self._autocast():
-                next_action, next_log_prob, _ = self.actor(batch.next_obs_actor, self.generator, training=False)
+                next_action, next_log_prob = self._sample(batch.next_obs_actor, training=False)
                 act_all = torch.cat([batch.action, next_action.to(batch.action.dtype)], dim=0)
-                target_logits = self.critic_target(obs_all, act_all, training=True)[:, b:]
+                target_logits = self._target_fn(obs_all, act_all, training=True)[:, b:]
             target = categorical_td_target(
                 target_logits.float().softmax(-1),
                 self.critic.support,
@@ -330,11 +353,11 @@ class FlashSACLearner(CycleCaptureMixin):
             )
 
         with self._autocast():
-            logits = self.critic(obs_all, act_all, training=True)[:, :b]
+            logits = self._critic_fn(obs_all, act_all, training=True)[:, :b]
         log_probs = logits.float().log_softmax(-1)
         loss = -(target * log_probs).sum(-1).mean()
         self._optimizer_step(self.critic_optimizer, self._critic_params, loss)
-        self.critic.project_()
+        self._project_critic()
         q_mean = self.critic.expected_value(log_probs.detach().exp()).mean()
         return loss.detach(), q_mean
 

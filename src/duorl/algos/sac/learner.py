@@ -28,8 +28,9 @@ from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
 from duorl.algos.capture import CycleCaptureMixin
+from duorl.algos.compiling import compile_enabled, maybe_compile
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
-from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
+from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor, tanh_gaussian_log_prob
 from duorl.algos.sac.normalizer import RunningObsNormalizer
 
 if TYPE_CHECKING:  # envs/ may grow heavy imports (warp, mujoco); only the type is needed here
@@ -65,6 +66,12 @@ def build_critic(cfg: AlgoConfig, spec: EnvSpec) -> CategoricalCriticEnsemble:
         v_max=cfg.v_max,
         num_members=2,
     )
+
+
+def _squash(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reparameterised tanh-Gaussian sample and its log-density (the ops of TanhGaussianActor.forward)."""
+    pre_tanh = mean + torch.exp(log_std) * noise
+    return torch.tanh(pre_tanh), tanh_gaussian_log_prob(pre_tanh, mean, log_std)
 
 
 def derive_seed(seed: int, stream: int) -> int:
@@ -115,6 +122,13 @@ class SACLearner(CycleCaptureMixin):
         self.grad_callbacks: list = []  # called with the parameters after backward, before each step
         # actor-side metrics of the latest actor update, reported by calls that have none
         self._last_actor_metrics = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
+
+        # compiled views of the networks (CUDA; identity on the CPU): see algos/compiling.py
+        self.compiled = compile_enabled(cfg, self.device)
+        self._critic_fn = maybe_compile(self.critic, self.compiled)
+        self._target_fn = maybe_compile(self.critic_target, self.compiled)
+        self._actor_dist = maybe_compile(self.actor.distribution_params, self.compiled)
+        self._squash = maybe_compile(_squash, self.compiled)
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -244,6 +258,12 @@ class SACLearner(CycleCaptureMixin):
     def _normalize_critic_obs(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic_obs_norm(obs) if self.critic_obs_norm is not None else obs
 
+    def _sample(self, obs_actor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(action, log_prob) as TanhGaussianActor.forward draws them, noise from self.generator."""
+        mean, log_std = self._actor_dist(obs_actor)
+        noise = torch.randn(mean.shape, generator=self.generator, device=mean.device, dtype=mean.dtype)
+        return self._squash(mean, log_std, noise)
+
     def _optimizer_step(
         self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], loss: torch.Tensor, clip: bool = True
     ) -> None:
@@ -261,8 +281,8 @@ class SACLearner(CycleCaptureMixin):
         support = self.critic.support
         with torch.no_grad():
             with self._autocast():
-                next_action, next_log_prob, _ = self.actor(batch.next_obs_actor, self.generator)
-                target_logits = self.critic_target(next_obs_critic, next_action)
+                next_action, next_log_prob = self._sample(batch.next_obs_actor)
+                target_logits = self._target_fn(next_obs_critic, next_action)
             alpha = self.log_alpha.exp()
             atoms = soft_target_atoms(
                 support,
@@ -278,7 +298,7 @@ class SACLearner(CycleCaptureMixin):
             target = torch.where((target_value[0] <= target_value[1]).unsqueeze(-1), projected[0], projected[1])
 
         with self._autocast():
-            logits = self.critic(obs_critic, batch.action)
+            logits = self._critic_fn(obs_critic, batch.action)
         log_probs = logits.float().log_softmax(-1)
         # cross-entropy to the shared target, averaged over the batch and summed over members
         loss = -(target * log_probs).sum(-1).mean(-1).sum()
@@ -291,8 +311,8 @@ class SACLearner(CycleCaptureMixin):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         with self._critic_frozen():
             with self._autocast():
-                action, log_prob, _ = self.actor(batch.obs_actor, self.generator)
-                logits = self.critic(obs_critic, action)
+                action, log_prob = self._sample(batch.obs_actor)
+                logits = self._critic_fn(obs_critic, action)
             q = self.critic.expected_value(logits.float().softmax(-1))  # [2, B]
             alpha = self.log_alpha.detach().exp()
             actor_loss = (alpha * log_prob - torch.minimum(q[0], q[1])).mean()

@@ -189,9 +189,15 @@ def _set_options(spec: mujoco.MjSpec) -> None:
     opt.ls_iterations = 20
 
 
-def build_spec(xml_path: str | Path, self_collisions: bool = False) -> mujoco.MjSpec:
+def build_spec(xml_path: str | Path, self_collisions: bool = False, visuals: bool = False) -> mujoco.MjSpec:
+    """visuals=True keeps the mesh geoms (massless, collision-free: the dynamics are the same) for
+    rendering; the mesh files must then sit next to the model (`duorl assets g1` extracts them)."""
     spec = mujoco.MjSpec.from_file(str(xml_path))
-    _strip_visuals(spec)
+    if visuals:
+        for sensor in list(spec.sensors):
+            spec.delete(sensor)
+    else:
+        _strip_visuals(spec)
     _set_collisions(spec, self_collisions)
     _add_floor(spec)
     _add_actuators(spec)
@@ -200,9 +206,9 @@ def build_spec(xml_path: str | Path, self_collisions: bool = False) -> mujoco.Mj
     return spec
 
 
-def build_model(xml_path: str | Path, self_collisions: bool = False) -> mujoco.MjModel:
-    """The training model (see the module docstring)."""
-    return build_spec(xml_path, self_collisions).compile()
+def build_model(xml_path: str | Path, self_collisions: bool = False, visuals: bool = False) -> mujoco.MjModel:
+    """The training model (see the module docstring); visuals=True: the same with meshes, to render."""
+    return build_spec(xml_path, self_collisions, visuals).compile()
 
 
 @dataclass(frozen=True)
@@ -236,8 +242,8 @@ class G1Layout:
         )
 
 
-def load(robot_xml: Optional[str] = None, self_collisions: bool = False) -> mujoco.MjModel:
+def load(robot_xml: Optional[str] = None, self_collisions: bool = False, visuals: bool = False) -> mujoco.MjModel:
     """Resolve the model file (task.robot_xml, DUORL_G1_XML, mjlab, cache) and build it."""
     from duorl.envs.g1.assets import resolve_g1_xml
 
-    return build_model(resolve_g1_xml(robot_xml), self_collisions)
+    return build_model(resolve_g1_xml(robot_xml), self_collisions, visuals)

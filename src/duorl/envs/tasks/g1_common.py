@@ -10,10 +10,8 @@ import math
 from typing import Any, Optional
 
 import mujoco
-import numpy as np
 import torch
 
-from duorl.envs import quat as Q
 from duorl.envs.g1 import model as g1
 from duorl.envs.g1.assets import resolve_g1_xml
 
@@ -146,6 +144,3 @@ def root_yaw_quat(yaw: torch.Tensor) -> torch.Tensor:
 
 def wrap_angle(x: torch.Tensor) -> torch.Tensor:
     return torch.remainder(x + math.pi, 2.0 * math.pi) - math.pi
-
-
-__all__ = ["G1TaskBase", "root_yaw_quat", "wrap_angle", "Q", "np"]

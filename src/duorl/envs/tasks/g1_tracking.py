@@ -268,5 +268,3 @@ class G1MotionTracking(G1TaskBase):
         f = self._fk(qpos, qvel)
         return self._weighted(self._reward_terms(f, qpos)), self._terminated(f), self._observe(f, qpos, qvel)
 
-
-__all__ = ["G1MotionTracking", "TRACKED_BODIES", "ACTOR_OBS", "CRITIC_OBS", "default_clip"]

@@ -114,8 +114,6 @@ class G1WalkFlat(G1TaskBase):
         self._cmd_lo = torch.tensor(CMD_LO, **f32)
         self._cmd_hi = torch.tensor(CMD_HI, **f32)
         self._zero_root = torch.tensor([0.0, 0.0, g1.ROOT_HEIGHT], **f32)
-        # where the feet are in the standing pose, for the reset's height adjustment
-        self._stand_foot_z = self._foot_sites(self.qpos_default.unsqueeze(0))[0][..., 2].min()
 
     # -- command and clock ---------------------------------------------------------------------
     def _draw_commands(self, generator: torch.Generator) -> torch.Tensor:
