@@ -20,9 +20,8 @@ import pytest
 import torch
 
 from duorl.algos.registry import make_learner
-from duorl.config.schema import AlgoConfig
+from duorl.config.schema import AlgoConfig, AlgoParamsConfig
 from duorl.envs.base import EnvSpec
-from duorl.config.schema import AlgoParamsConfig
 from duorl.graphs import WholeCycleGraph, forked_stream, materialize_optimizer_state
 from duorl.runtime.replay import AgeBias, ReplayLayout, ReplayRing, ReplaySampler
 
@@ -39,12 +38,14 @@ CONFIGS = {  # torch_compile off unless a test asks (see _pair)
     "sac": AlgoConfig(
         name="sac", batch_size=512, actor_hidden_dims=[128, 64], critic_hidden_dims=[128, 64], num_atoms=51,
         updates_per_step=4, policy_frequency=2, use_autocast=True, obs_normalization=True,
+        algo_params=AlgoParamsConfig(torch_compile=False),
     ),
     "flashsac": AlgoConfig(
         name="flashsac", batch_size=512, updates_per_step=2, policy_frequency=2, use_autocast=True,
         actor_hidden_dim=64, actor_num_blocks=2, critic_hidden_dim=128, critic_num_blocks=2, block_expansion=4,
         num_atoms=101, v_min=-5.0, v_max=5.0, weight_decay=0.0, alpha_init=0.01, obs_normalization=False,
         log_std_min=-10.0, log_std_max=2.0, max_iterations=100, lr_warmup_updates=3,
+        algo_params=AlgoParamsConfig(torch_compile=False),
     ),
 }
 CONFIGS["warpsac"] = replace(CONFIGS["flashsac"], name="warpsac", decay_step=20, replay_min_weight=0.1)

@@ -48,3 +48,11 @@ class Learner(Protocol):
     def state_dict(self) -> dict: ...
 
     def load_state_dict(self, state: dict) -> None: ...
+
+
+class RewardObserver(Protocol):
+    """Optional: a learner that follows rewards per env (FlashSAC's reward scaling) also gets, after
+    `observe`, the rewards and episode ends (terminated or truncated) of the new ticks, in tick order."""
+
+    def observe_rewards(self, reward: torch.Tensor, done: torch.Tensor) -> None:
+        """reward, done: [ticks, num_envs] float32 on the learner's device; no host sync."""
