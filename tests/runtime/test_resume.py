@@ -3,6 +3,7 @@
 import json
 import shutil
 
+import pytest
 import torch
 
 from duorl.runtime.checkpoint import load_checkpoint
@@ -17,17 +18,26 @@ def _final(run):
     return load_checkpoint(run / "checkpoints" / "final.pt")
 
 
-def test_resume_with_replay_is_bitwise_identical(tmp_path):
+FLASH = ["algo.actor_hidden_dim=16", "algo.critic_hidden_dim=16", "algo.actor_num_blocks=1", "algo.critic_num_blocks=1",
+         "algo.block_expansion=2"]
+
+
+# flashsac adds reward scaling, a learning-rate schedule and held exploration noise (collector-side
+# state); warpsac its age-biased sampler
+@pytest.mark.parametrize("algo", ["sac", "flashsac", "warpsac"])
+def test_resume_with_replay_is_bitwise_identical(tmp_path, algo):
+    extra = FLASH if algo != "sac" else []
     full, first, resumed = tmp_path / "full", tmp_path / "first", tmp_path / "resumed"
-    r = run_duorl(full, f"algo.max_iterations={N + M}", *COMMON)
+    r = run_duorl(full, f"algo.max_iterations={N + M}", *COMMON, *extra, algo=algo)
     assert r.returncode == 0, r.stderr[-3000:]
-    r = run_duorl(first, f"algo.max_iterations={N + M}", *COMMON, "training.checkpoint_replay=true")
+    r = run_duorl(first, f"algo.max_iterations={N + M}", *COMMON, *extra, "training.checkpoint_replay=true", algo=algo)
     assert r.returncode == 0, r.stderr[-3000:]
     ckpt = first / "checkpoints" / f"iter_{N:06d}.pt"
     head = load_checkpoint(ckpt)["header"]
     assert head["iteration"] == N and head["collector_state"] and head["replay"]
     r = run_duorl(
-        resumed, f"algo.max_iterations={N + M}", *COMMON, "training.checkpoint_replay=true", f"training.resume={ckpt}"
+        resumed, f"algo.max_iterations={N + M}", *COMMON, *extra, "training.checkpoint_replay=true",
+        f"training.resume={ckpt}", algo=algo,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"resuming {ckpt} at iteration {N}" in r.stdout
