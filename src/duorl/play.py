@@ -7,6 +7,7 @@ tanh(mean). Same run, same checkpoint, same N: same numbers.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from dataclasses import dataclass, replace
@@ -106,10 +107,8 @@ class _VideoRecorder:
     def __init__(self, env: Any) -> None:
         import mujoco
 
-        try:
-            import imageio.v3  # noqa: F401
-        except ImportError as e:
-            raise PlayError("writing a video needs imageio with ffmpeg: pip install 'duorl[video]'") from e
+        if importlib.util.find_spec("imageio") is None:
+            raise PlayError("writing a video needs imageio with ffmpeg: pip install 'duorl[video]'")
         self.env = env
         self.model = env.task.mj_model()
         self.data = mujoco.MjData(self.model)

@@ -232,15 +232,8 @@ def train(cfg: Config) -> int:
         }
     )
     reporter.manifest["cuda_process_sharing"] = _mps_manifest(tr.cuda_process_sharing, mps)
-    on_ready = None
-    if mps.configured == "mps":
-
-        def on_ready(collector_pid: int) -> dict[str, Any]:
-            from duorl.mps.probe import RealHost, verify_clients
-
-            verified = verify_clients(mps, os.getpid(), collector_pid, RealHost())
-            return {"cuda_process_sharing": _mps_manifest(tr.cuda_process_sharing, verified)}
-
+    # MPS fails open: once both processes hold a CUDA context, prove they are the daemon's clients
+    on_ready = functools.partial(_verify_mps, mps) if mps.configured == "mps" else None
     duo = Duo(settings, spec, learner, env_factory, actor_factory, reporter, resume=resume_state, on_collector_ready=on_ready)
     try:
         result = duo.run()
@@ -310,6 +303,13 @@ def _probe_mps(cfg: Config, device: torch.device) -> MpsEvidence | int:
     except MpsUnavailableError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _verify_mps(evidence: MpsEvidence, collector_pid: int) -> dict[str, Any]:
+    from duorl.mps.probe import RealHost, verify_clients
+
+    verified = verify_clients(evidence, os.getpid(), collector_pid, RealHost())
+    return {"cuda_process_sharing": _mps_manifest(evidence.configured, verified)}
 
 
 def _mps_manifest(configured: str | None, evidence: MpsEvidence | None) -> dict[str, Any]:

@@ -24,20 +24,19 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
-from duorl.algos.capture import CycleCaptureMixin
+from duorl.algos.sac_family import SACFamilyLearner, load_optimizer, squash
 from duorl.algos.compiling import compile_enabled, maybe_compile
 from duorl.algos.flashsac.networks import FlashSACActor, FlashSACCritic, target_entropy_from_std
 from duorl.algos.flashsac.reward_scale import ReturnScale
 from duorl.algos.flashsac.schedule import WarmupCosine
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
 from duorl.algos.sac.learner import derive_seed
-from duorl.algos.sac.networks import tanh_gaussian_log_prob
 from duorl.algos.sac.normalizer import RunningObsNormalizer
 
 if TYPE_CHECKING:
@@ -80,12 +79,6 @@ def build_critic(cfg: AlgoConfig, spec: EnvSpec) -> FlashSACCritic:
     )
 
 
-def squash(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reparameterised tanh-Gaussian sample and its log-density (the ops of FlashSACActor.forward)."""
-    pre_tanh = mean + torch.exp(log_std) * noise
-    return torch.tanh(pre_tanh), tanh_gaussian_log_prob(pre_tanh, mean, log_std)
-
-
 def categorical_td_target(
     next_probs: torch.Tensor,
     support: torch.Tensor,
@@ -107,7 +100,7 @@ def categorical_td_target(
     return categorical_projection(chosen, atoms, v_min, v_max)
 
 
-class FlashSACLearner(CycleCaptureMixin):
+class FlashSACLearner(SACFamilyLearner):
     """FlashSAC learner implementing `duorl.algos.base.Learner` and `duorl.graphs.GraphCapturable`."""
 
     def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
@@ -181,18 +174,7 @@ class FlashSACLearner(CycleCaptureMixin):
             return torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False)
         return contextlib.nullcontext()
 
-    @contextlib.contextmanager
-    def _critic_frozen(self) -> Iterator[None]:
-        self.critic.requires_grad_(False)
-        try:
-            yield
-        finally:
-            self.critic.requires_grad_(True)
-
     # ------------------------------------------------------------------ graph support
-
-    def graph_optimizers(self) -> list[torch.optim.Optimizer]:
-        return [self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer]
 
     def graph_modules(self) -> list[nn.Module]:
         mods: list[nn.Module] = [self.actor, self.critic, self.critic_target, self.reward_scale, self.lr_schedule]
@@ -201,13 +183,6 @@ class FlashSACLearner(CycleCaptureMixin):
         return mods
 
     # ------------------------------------------------------------------ Learner protocol
-
-    @torch.no_grad()
-    def observe(self, obs_actor: torch.Tensor, obs_critic: torch.Tensor) -> None:
-        if self.actor.obs_norm is not None:
-            self.actor.obs_norm.update(obs_actor)
-        if self.critic_obs_norm is not None:
-            self.critic_obs_norm.update(obs_critic)
 
     def observe_rewards(self, reward: torch.Tensor, done: torch.Tensor) -> None:
         """Rewards and done flags of the new ticks, [T, num_envs], oldest first."""
@@ -281,7 +256,7 @@ class FlashSACLearner(CycleCaptureMixin):
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
         for opt, key in zip(self.graph_optimizers(), ("actor_optimizer", "critic_optimizer", "alpha_optimizer")):
-            _load_optimizer(opt, state[key])
+            load_optimizer(opt, state[key])
         self.num_updates = int(state["num_updates"])
         self.generator.set_state(state["generator"].cpu())
         for k in _ACTOR_METRICS:
@@ -293,9 +268,6 @@ class FlashSACLearner(CycleCaptureMixin):
     def _actor_due(self) -> bool:
         # FlashSAC updates the actor on updates 0, f, 2f, ... (before that update's critic step)
         return self.num_updates % self.cfg.policy_frequency == 0
-
-    def _normalize_critic_obs(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.critic_obs_norm(obs) if self.critic_obs_norm is not None else obs
 
     def _sample(self, obs_actor: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """(action, log_prob): the actor's reparameterised sample, noise from self.generator."""
@@ -361,15 +333,3 @@ class FlashSACLearner(CycleCaptureMixin):
         q_mean = self.critic.expected_value(log_probs.detach().exp()).mean()
         return loss.detach(), q_mean
 
-    @torch.no_grad()
-    def _update_targets(self) -> None:
-        torch._foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)
-
-
-def _load_optimizer(optimizer: torch.optim.Optimizer, state: dict) -> None:
-    # Optimizer.load_state_dict swaps in the saved lr object; keep our device lr tensors
-    lrs = [group["lr"] for group in optimizer.param_groups]
-    optimizer.load_state_dict(state)
-    for group, lr in zip(optimizer.param_groups, lrs):
-        lr.copy_(group["lr"])
-        group["lr"] = lr

@@ -1,5 +1,5 @@
-"""SAC / FastSAC: tanh-Gaussian actor, twin C51 distributional critics, learned temperature."""
+"""SAC / FastSAC: tanh-Gaussian actor, twin C51 distributional critics, learned temperature.
 
-from duorl.algos.sac.learner import SACLearner
-
-__all__ = ["SACLearner"]
+Import the learner from `duorl.algos.sac.learner`: the package itself stays empty so that its
+submodules (networks, categorical) can be used by `duorl.algos.sac_family` without a cycle.
+"""

@@ -21,16 +21,16 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
-from duorl.algos.capture import CycleCaptureMixin
+from duorl.algos.sac_family import SACFamilyLearner, load_optimizer, squash
 from duorl.algos.compiling import compile_enabled, maybe_compile
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
-from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor, tanh_gaussian_log_prob
+from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
 from duorl.algos.sac.normalizer import RunningObsNormalizer
 
 if TYPE_CHECKING:  # envs/ may grow heavy imports (warp, mujoco); only the type is needed here
@@ -68,18 +68,12 @@ def build_critic(cfg: AlgoConfig, spec: EnvSpec) -> CategoricalCriticEnsemble:
     )
 
 
-def _squash(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reparameterised tanh-Gaussian sample and its log-density (the ops of TanhGaussianActor.forward)."""
-    pre_tanh = mean + torch.exp(log_std) * noise
-    return torch.tanh(pre_tanh), tanh_gaussian_log_prob(pre_tanh, mean, log_std)
-
-
 def derive_seed(seed: int, stream: int) -> int:
     """A distinct 63-bit seed per (seed, stream), so init and sampling streams never coincide."""
     return (seed * 6364136223846793005 + 1442695040888963407 * (stream + 1)) % (2**63)
 
 
-class SACLearner(CycleCaptureMixin):
+class SACLearner(SACFamilyLearner):
     """FastSAC learner implementing `duorl.algos.base.Learner` and `duorl.graphs.GraphCapturable`."""
 
     def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
@@ -128,7 +122,7 @@ class SACLearner(CycleCaptureMixin):
         self._critic_fn = maybe_compile(self.critic, self.compiled)
         self._target_fn = maybe_compile(self.critic_target, self.compiled)
         self._actor_dist = maybe_compile(self.actor.distribution_params, self.compiled)
-        self._squash = maybe_compile(_squash, self.compiled)
+        self._squash = maybe_compile(squash, self.compiled)
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -147,20 +141,7 @@ class SACLearner(CycleCaptureMixin):
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    @contextlib.contextmanager
-    def _critic_frozen(self) -> Iterator[None]:
-        # the actor loss backpropagates through the critic to the action only; freezing the critic's
-        # parameters skips their weight gradients (and leaves the critic's .grad untouched)
-        self.critic.requires_grad_(False)
-        try:
-            yield
-        finally:
-            self.critic.requires_grad_(True)
-
     # ------------------------------------------------------------------ graph support
-
-    def graph_optimizers(self) -> list[torch.optim.Optimizer]:
-        return [self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer]
 
     def graph_modules(self) -> list[nn.Module]:
         mods: list[nn.Module] = [self.actor, self.critic, self.critic_target]
@@ -169,13 +150,6 @@ class SACLearner(CycleCaptureMixin):
         return mods
 
     # ------------------------------------------------------------------ Learner protocol
-
-    @torch.no_grad()
-    def observe(self, obs_actor: torch.Tensor, obs_critic: torch.Tensor) -> None:
-        if self.actor.obs_norm is not None:
-            self.actor.obs_norm.update(obs_actor)
-        if self.critic_obs_norm is not None:
-            self.critic_obs_norm.update(obs_critic)
 
     def train_iteration(self, sample: SampleFn, num_updates: int) -> dict[str, torch.Tensor]:
         critic_loss_sum = torch.zeros((), device=self.device)
@@ -230,33 +204,20 @@ class SACLearner(CycleCaptureMixin):
             self.critic_obs_norm.load_state_dict(state["critic_obs_norm"])
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
-        self._load_optimizer(self.actor_optimizer, state["actor_optimizer"])
-        self._load_optimizer(self.critic_optimizer, state["critic_optimizer"])
-        self._load_optimizer(self.alpha_optimizer, state["alpha_optimizer"])
+        load_optimizer(self.actor_optimizer, state["actor_optimizer"])
+        load_optimizer(self.critic_optimizer, state["critic_optimizer"])
+        load_optimizer(self.alpha_optimizer, state["alpha_optimizer"])
         self.num_updates = int(state["num_updates"])
         self.generator.set_state(state["generator"].cpu())
         for k in _ACTOR_METRICS:
             self._last_actor_metrics[k].copy_(state["last_actor_metrics"][k])
         self.state_generation += 1
 
-    @staticmethod
-    def _load_optimizer(optimizer: torch.optim.Optimizer, state: dict) -> None:
-        # Optimizer.load_state_dict swaps in the saved lr object (a CPU tensor after
-        # torch.load(map_location="cpu")); keep our device lr tensors and copy the values into them
-        lrs = [group["lr"] for group in optimizer.param_groups]
-        optimizer.load_state_dict(state)
-        for group, lr in zip(optimizer.param_groups, lrs):
-            lr.copy_(group["lr"])
-            group["lr"] = lr
-
     # ------------------------------------------------------------------ one update
 
     def _actor_due(self) -> bool:
         # actor after every policy_frequency-th critic update (the critic leads, as in TD3/FastTD3)
         return (self.num_updates + 1) % self.cfg.policy_frequency == 0
-
-    def _normalize_critic_obs(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.critic_obs_norm(obs) if self.critic_obs_norm is not None else obs
 
     def _sample(self, obs_actor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(action, log_prob) as TanhGaussianActor.forward draws them, noise from self.generator."""
@@ -323,6 +284,3 @@ class SACLearner(CycleCaptureMixin):
         self._optimizer_step(self.alpha_optimizer, [self.log_alpha], alpha_loss, clip=False)
         return actor_loss.detach(), alpha_loss.detach(), -log_prob.mean()
 
-    @torch.no_grad()
-    def _update_targets(self) -> None:
-        torch._foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)
