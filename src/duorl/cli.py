@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--robot-xml", default=None, metavar="PATH", help="G1 model file (default: the usual lookup)")
 
     bench = sub.add_parser("bench", help="benchmarks", description="Benchmarks that print (and write) JSON.")
-    bench_sub = bench.add_subparsers(dest="bench_command", metavar="{learner,mps}")
+    bench_sub = bench.add_subparsers(dest="bench_command", metavar="{learner,collector,mps}")
     bench_learner = bench_sub.add_parser(
         "learner", help="ms per learner iteration, eager vs whole-cycle CUDA graph",
         description="Milliseconds per learner iteration on the current device, eager and (on CUDA) replayed as a "
@@ -126,6 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
     from duorl.bench.learner import add_arguments as _bench_learner_arguments
 
     _bench_learner_arguments(bench_learner)
+    bench_collector = bench_sub.add_parser(
+        "collector", help="collector-only env steps/s, eager ticks vs one CUDA graph per tick",
+        description="Runs the collector's tick (policy, noise, physics, rewards, resets, replay write) without a learner "
+                    "and reports collector_env_steps_per_s per env count, eager and (CUDA envs) graph-captured. "
+                    "Options come before key=value overrides.",
+    )
+    from duorl.bench.collector import add_arguments as _bench_collector_arguments
+
+    _bench_collector_arguments(bench_collector)
     bench_mps = bench_sub.add_parser(
         "mps", help="env steps/s with CUDA MPS off vs on (needs a running daemon: duorl mps start)",
         description="Runs identical `duorl train` commands with training.cuda_process_sharing null and mps, "
@@ -241,6 +250,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from duorl.bench.mps_matrix import bench_mps_main
 
         return bench_mps_main(args.algo, args.task, args.sim, args.iterations, args.repeats, args.out, list(args.overrides))
+    if args.command == "bench" and args.bench_command == "collector":
+        from duorl.bench.collector import main as bench_collector_main
+
+        args.argv = argv
+        return bench_collector_main(args)
     if args.command == "bench" and args.bench_command == "learner":
         from duorl.bench.learner import main as bench_learner_main
 

@@ -40,6 +40,13 @@ def graph_enabled(cfg: Config, device: torch.device) -> bool:
     return bool(configured) and device.type == "cuda"
 
 
+def tick_graph_enabled(cfg: Config, env_device: str) -> bool:
+    """sim.tick_cuda_graph resolved: null = on when the envs step on CUDA; true was validated."""
+    configured = cfg.sim.tick_cuda_graph
+    on_cuda = torch.device(env_device).type == "cuda"
+    return on_cuda if configured is None else bool(configured) and on_cuda
+
+
 def replay_age_bias(algo: Any) -> Any:
     """The runtime's AgeBias for algo.decay_step > 0 (WarpSAC), else None (uniform replay)."""
     if algo.decay_step <= 0:
@@ -207,6 +214,8 @@ def train(cfg: Config) -> int:
         checkpoint_replay=tr.checkpoint_replay,
         whole_cycle_cuda_graph=graph_enabled(cfg, device),
         replay_age_bias=replay_age_bias(algo),
+        tick_cuda_graph=tick_graph_enabled(cfg, env_device),
+        max_wall_s=tr.max_wall_minutes * 60.0 if tr.max_wall_minutes is not None else None,
     )
     (run_dir / "checkpoints").mkdir(exist_ok=True)
     reporter = RunDirectory(cfg, run_dir, learner, device)
@@ -225,6 +234,13 @@ def train(cfg: Config) -> int:
                 "enabled": settings.whole_cycle_cuda_graph,
                 "active": False,
             },
+            # "active" (updated after the run): the collector replayed a captured tick
+            "collector_tick_cuda_graph": {
+                "configured": cfg.sim.tick_cuda_graph,
+                "enabled": settings.tick_cuda_graph,
+                "active": False,
+            },
+            "max_wall_minutes": tr.max_wall_minutes,
             "cuda_process_sharing": {"configured": tr.cuda_process_sharing, "effective": None},
             "dp_gradient_wire_dtype": tr.dp_gradient_wire_dtype,
             "env_spec": spec.__dict__,
@@ -246,9 +262,12 @@ def train(cfg: Config) -> int:
         raise
     if result.graph is not None:
         reporter.manifest["whole_cycle_cuda_graph"].update(result.graph)
+    reporter.manifest["collector_tick_cuda_graph"]["active"] = result.tick_graph_active
     extra: dict[str, Any] = {}
     if result.error:
         extra["error"] = result.error
+    if result.wall_limited:
+        extra["stopped_by"] = f"training.max_wall_minutes={cfg.training.max_wall_minutes}"
     if (run_dir / "nan_first_state.pt").exists():
         extra["nan_first_state"] = "nan_first_state.pt"
     if cfg.debug.check_replay_window:
@@ -267,6 +286,8 @@ def train(cfg: Config) -> int:
     msg = f"duorl: {result.status} {result.iterations} iterations, {result.env_steps:,} env steps in {result.wall_s:.1f} s"
     if ret is not None:
         msg += f"; mean episode return {ret:.2f}"
+    if result.wall_limited:
+        msg += f" (stopped by training.max_wall_minutes={cfg.training.max_wall_minutes})"
     print(msg, flush=True)
     print(f"duorl: run directory {run_dir}", flush=True)
     return 0

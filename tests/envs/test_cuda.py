@@ -14,9 +14,9 @@ pytestmark = pytest.mark.cuda
 N = 64
 
 
-def _cuda_env(graph: bool, seed: int = 3, max_steps: int = 10) -> TaskVecEnv:
+def _cuda_env(seed: int = 3, max_steps: int = 10) -> TaskVecEnv:
     task = make_task(TaskConfig(max_episode_steps=max_steps))
-    backend = MjWarpBackend(task.mj_model(), N, task.substeps, torch.device("cuda:0"), graph=graph)
+    backend = MjWarpBackend(task.mj_model(), N, task.substeps, torch.device("cuda:0"))
     return TaskVecEnv(task, backend, seed=seed)
 
 
@@ -34,7 +34,7 @@ def test_cuda_matches_mujoco():
 
 
 def test_step_has_no_host_sync():
-    env = _cuda_env(graph=False)
+    env = _cuda_env()
     env.reset()
     acts = fixed_actions(12, N).cuda()
     env.step(acts[0])  # warm-up (module loads)
@@ -47,22 +47,11 @@ def test_step_has_no_host_sync():
         torch.cuda.set_sync_debug_mode("default")
 
 
-@pytest.mark.xfail(reason="known broken on the H200 (2026-11-29, warp 1.19): warp/torch graph capture of mjw.step fails ('Warp error: unknown stream', then allocation during capture); the collector tick graph is the G1 issue's work, the backend defaults to graph=False", strict=True)
-def test_warp_graph_matches_eager():
-    eager, graphed = _cuda_env(graph=False), _cuda_env(graph=True)
-    eager.reset(), graphed.reset()
-    for a in fixed_actions(25, N).cuda():
-        oe, re, *_ = eager.step(a)
-        og, rg, *_ = graphed.step(a)
-        assert torch.equal(oe["actor"], og["actor"]) and torch.equal(re, rg)
-
-
-@pytest.mark.xfail(reason="known broken on the H200 (2026-11-29, warp 1.19): warp/torch graph capture of mjw.step fails ('Warp error: unknown stream', then allocation during capture); the collector tick graph is the G1 issue's work, the backend defaults to graph=False", strict=True)
 def test_step_captures_into_a_torch_cuda_graph():
     """The collector wants a whole tick as one CUDA graph: env.step must be capturable.
     Episodes are long enough that no reset happens, so the comparison does not depend on how the
     captured generator draws."""
-    eager, graphed = _cuda_env(graph=False, max_steps=1000), _cuda_env(graph=False, max_steps=1000)
+    eager, graphed = _cuda_env(max_steps=1000), _cuda_env(max_steps=1000)
     eager.reset(), graphed.reset()
     acts = fixed_actions(23, N).cuda()
     static_a = acts[0].clone()
@@ -76,7 +65,7 @@ def test_step_captures_into_a_torch_cuda_graph():
     torch.cuda.current_stream().wait_stream(side)
     g = torch.cuda.CUDAGraph()
     g.register_generator_state(graphed.generator)
-    with torch.cuda.graph(g):
+    with torch.cuda.graph(g, stream=side, capture_error_mode="thread_local"):
         out_obs, out_r, *_ = graphed.step(static_a)
     for a in acts[3:]:
         static_a.copy_(a)
@@ -84,3 +73,18 @@ def test_step_captures_into_a_torch_cuda_graph():
         oe, re, *_ = eager.step(a)
         torch.testing.assert_close(out_obs["actor"], oe["actor"], atol=1e-6, rtol=0)
         torch.testing.assert_close(out_r, re, atol=1e-6, rtol=0)
+
+
+def test_g1_step_has_no_host_sync():
+    """Contacts and the constraint solver: the backend's fixed solver iterations read nothing back."""
+    env = make_vec_env(TaskConfig(name="g1_walk_flat"), SimConfig(name="mjwarp"), 32, "cuda", 3)
+    env.reset()
+    a = torch.zeros(32, env.spec.action_dim, device="cuda")
+    env.step(a)  # warm-up (module loads)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            env.step(a)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")

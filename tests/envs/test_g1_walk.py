@@ -163,3 +163,22 @@ def test_state_dict_round_trip():
         oa, ra, *_ = a.step(torch.full((N, 29), -0.2))
         ob, rb, *_ = b.step(torch.full((N, 29), -0.2))
         assert torch.equal(oa["critic"], ob["critic"]) and torch.equal(ra, rb)
+
+
+def test_tracking_error_metrics():
+    """info["metrics"] carries Task/lin_vel_error and Task/ang_vel_error: near zero for a robot standing
+    under a zero command, the commanded speed for one standing under a walking command."""
+    env = cpu_env(G1WalkFlat(randomize=False, reset_noise=False), 2, seed=0)
+    assert env.spec.metric_names == ("lin_vel_error", "ang_vel_error")
+    env.reset()
+    for _ in range(30):
+        env.task.command.zero_()
+        env.task.command[1, 0] = 0.8  # env 1 is asked to walk forward at 0.8 m/s, and stands
+        _, _, te, _, info = env.step(standing_controller(env))
+        assert not te.any()
+    per_env = env.task.metrics(env.backend)
+    assert per_env.shape == (2, 2)
+    assert per_env[0, 0] < 0.1 and per_env[0, 1] < 0.2
+    assert per_env[1, 0] == pytest.approx(0.8, abs=0.1)
+    assert info["metrics"].shape == (2,)
+    torch.testing.assert_close(info["metrics"], per_env.mean(dim=0))

@@ -23,7 +23,8 @@ FIELDS = {
     "learner_train_ms": "Perf/learner_train_ms",
     "learner_wait_for_collector_ms": "Perf/learner_collector_wait_ms",
     "collector_wait_for_learner_ms": "Perf/collector_learner_wait_ms",
-    "collector_env_step_ms": "Perf/collector_env_step_ms",
+    "collector_env_step_ms": "Perf/collector_env_step_ms",  # eager ticks only
+    "collector_tick_ms": "Perf/collector_tick_ms",
     "nan_resets": "Train/nan_resets",
 }
 IGNORE_FIRST, REPORT_LAST = 50, 100

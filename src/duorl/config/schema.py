@@ -38,6 +38,9 @@ class TrainingConfig:
     progress: bool = True
     # torch CPU threads per process (learner and collector each); 0 = leave torch's default
     torch_threads: int = 0
+    # stop at the first iteration boundary after this many minutes of the run (build and compile
+    # included), with a final checkpoint, as a completed run; null = run max_iterations
+    max_wall_minutes: Optional[float] = None
 
 
 @dataclass
@@ -130,6 +133,10 @@ class SimConfig:
     name: str = "mujoco"
     # CPU threads for the mujoco backend; 0 = all cores
     nthread: int = 0
+    # capture each collector tick (policy, noise, physics, rewards, resets, replay write) as one CUDA
+    # graph: null = automatic (on when the envs run on CUDA: mjwarp on a GPU), true = required (an
+    # error otherwise), false = eager ticks
+    tick_cuda_graph: Optional[bool] = None
 
 
 @dataclass

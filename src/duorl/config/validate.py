@@ -221,6 +221,8 @@ def validate(cfg: Config) -> Config:
     _check_not_built(cfg)
     _check_devices(cfg)
     _check_graph(cfg)
+    _check_tick_graph(cfg)
+    _check_wall_minutes(cfg)
     return cfg
 
 
@@ -247,6 +249,32 @@ def _check_graph(cfg: Config) -> None:
                           "learner resolves to cpu", allowed,
                           f"remove the key (automatic) or set {key}=false; or train on a GPU, e.g. "
                           "training.devices=[0]")
+
+
+def _check_tick_graph(cfg: Config) -> None:
+    """sim.tick_cuda_graph: null = automatic, true = required (CUDA envs), false = eager ticks."""
+    key, v = "sim.tick_cuda_graph", cfg.sim.tick_cuda_graph
+    allowed = "null (automatic: on when the envs run on CUDA), true (required), false (eager)"
+    if v is not None and not isinstance(v, bool):
+        raise ConfigError(key, v, "not a boolean or null", allowed, f"remove the key or set {key}=false")
+    if v is True and env_device_type(cfg) != "cuda":
+        raise ConfigError(key, True, f"needs the envs on a CUDA device, and this run's envs run on the cpu "
+                          f"(sim.name={cfg.sim.name}, devices resolve to {resolve_device(cfg)})", allowed,
+                          f"remove the key (automatic) or set {key}=false; or use --sim mjwarp on a GPU")
+
+
+def _check_wall_minutes(cfg: Config) -> None:
+    key, v = "training.max_wall_minutes", cfg.training.max_wall_minutes
+    if v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+        raise ConfigError(key, v, "not a positive number of minutes", "null (no limit) or a number > 0, e.g. 15",
+                          f"set {key}=15, or remove the key to run algo.max_iterations")
+
+
+def env_device_type(cfg: Config) -> str:
+    """Where the envs step: mjwarp follows the run's device, the mujoco backend is always the CPU."""
+    return resolve_device(cfg).split(":")[0] if cfg.sim.name == "mjwarp" else "cpu"
 
 
 def _check_resume_path(resume: str) -> None:

@@ -20,6 +20,16 @@ class EnvSpec:
     action_dim: int
     max_episode_steps: int
     control_dt: float
+    # the task's per-step diagnostics (e.g. velocity tracking error), logged as Task/<name>: their
+    # per-tick means over envs come in info["metrics"], in this order (at most MAX_TASK_METRICS)
+    metric_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.metric_names) > MAX_TASK_METRICS:
+            raise ValueError(f"a task logs at most {MAX_TASK_METRICS} metrics, {self.task} names {self.metric_names}")
+
+
+MAX_TASK_METRICS = 4  # the collector's stat slots task_metric_0..3 (runtime/control.py)
 
 
 class VecEnv(Protocol):
@@ -31,7 +41,9 @@ class VecEnv(Protocol):
       info: {"final_obs": Obs, the obs the step reached before any reset (equal to obs where not done);
              "episode_return" [N] float32 and "episode_length" [N] int64: the finished episode's totals,
              meaningful where terminated | truncated;
-             "nan_resets" [] int64: envs reset this step because their state was not finite}.
+             "nan_resets" [] int64: envs reset this step because their state was not finite;
+             "metrics" [len(spec.metric_names)] float32: the task's diagnostics, mean over envs,
+             of the state the step reached (present when the spec names any)}.
     No host sync happens inside reset() or step().
     """
 

@@ -107,6 +107,8 @@ class TaskVecEnv:
         # evaluate(sim) -> (reward, terminated, obs): reward, terminated, advance and observe in one
         self._evaluate = getattr(task, "evaluate", None)
         self._task_truncated = getattr(task, "truncated", None)
+        # metrics(sim) -> [N, M]: per-env diagnostics of the post-step state, in spec.metric_names order
+        self._metrics = getattr(task, "metrics", None) if self.spec.metric_names else None
 
         n, dev = self.num_envs, self.device
         self._ep_return = torch.zeros(n, dtype=torch.float32, device=dev)
@@ -142,6 +144,8 @@ class TaskVecEnv:
             with self.phase_timer.phase("collector_backend_step_ms"):
                 sim.step(ctrl)
 
+        # before advance(): a task may redraw what the metrics compare against (a walking command)
+        metrics = self._metrics(sim).float().mean(dim=0) if self._metrics is not None else None
         if self._evaluate is not None:  # one pass for all three (shared kinematics)
             reward, terminated, final_obs = self._evaluate(sim)
         else:
@@ -188,6 +192,8 @@ class TaskVecEnv:
             "episode_length": episode_length,
             "nan_resets": nan_resets,
         }
+        if metrics is not None:
+            info["metrics"] = metrics
         return obs, reward, terminated, truncated, info
 
     def state_dict(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from duorl.runtime.control import (
     wait_until,
 )
 from duorl.runtime.replay import ReplayLayout, ReplayRing
+from duorl.runtime.tick import CollectorTick
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import Entry, WeightBoard
 
@@ -61,6 +62,8 @@ class CollectorArgs:
     restore: dict[str, Any] | None = None
     # where the first non-finite env state the NaN guard met is saved, once (None: not saved)
     nan_dump_path: str | None = None
+    # capture each tick as one CUDA graph (runtime/tick.py; CUDA collectors only)
+    tick_cuda_graph: bool = False
 
 
 def _die_with_parent() -> None:
@@ -117,8 +120,6 @@ def _run(args: CollectorArgs) -> None:
     gen = torch.Generator(device=device)
     gen.manual_seed(args.explore_seed)
     timer = PhaseTimer(device)
-    if hasattr(env, "phase_timer"):
-        env.phase_timer = timer  # the env times its physics step inside collector_env_step_ms
     learner_alive = _learner_alive(args.learner_pid)
     stop = lambda: control.get(STOP) == 1  # noqa: E731
     s = args.env_steps_per_sync
@@ -126,55 +127,46 @@ def _run(args: CollectorArgs) -> None:
     obs = _to(env.reset(), device)
     if args.restore is not None:
         obs = _restore(args.restore, env, actor, gen, device)
+    tick = CollectorTick(env, actor, ring, gen, obs, device, cuda_graph=args.tick_cuda_graph, timer=timer)
     snapshots = _Snapshots(args.snapshot_dir)
     nan_snapshot = getattr(env, "nan_snapshot", None) if args.nan_dump_path else None
     control.set(COLLECTOR_READY, 1)
     k = args.start_iteration
-    while True:
-        control.set_phase("waiting for weights")
-        try:
-            waited = wait_until(lambda: control.get(WEIGHTS_VERSION) >= k, learner_alive, "waiting for weights", stop)
-        except StopRequested:
-            waited = 0.0
-        if stop():
-            snapshots.persist(control.get(FINAL_BOUNDARY))
-            return
-        t_iter = time.perf_counter()
-        board.load_into(actor, k)
-        control.set_phase("stepping")
-        acc = _EpisodeAccumulator(device)
-        for j in range(s):
-            tick = k * s + j
-            with torch.no_grad():
-                with timer.phase("collector_inference_ms"):
-                    action = actor.explore(obs["actor"], gen)
-                with timer.phase("collector_env_step_ms"):
-                    next_obs, reward, terminated, truncated, info = env.step(action.to(env.device))
-                next_obs, reward = _to(next_obs, device), reward.to(device)
-                terminated, truncated = terminated.to(device), truncated.to(device)
-                final_obs = _to(info["final_obs"], device)
-                with timer.phase("collector_replay_write_ms"):
-                    ring.write(tick, obs, action, reward, final_obs, terminated.float(), truncated.float())
-                acc.add(reward, terminated | truncated, info, device)
-            obs = next_obs
-        if args.delay_ms > 0:
-            time.sleep(args.delay_ms / 1e3)
-        # the publish: rows must be in memory before the learner may read them
-        sync(device)
-        stats = timer.collect()
-        if nan_snapshot is not None and bool(nan_snapshot.taken):  # after the sync: no extra stall
-            torch.save({"iteration": k, **nan_snapshot.tensors()}, args.nan_dump_path)
-            nan_snapshot = None
-        stats["collector_learner_wait_ms"] = waited * 1e3
-        stats["collector_iteration_ms"] = (time.perf_counter() - t_iter) * 1e3
-        stats.update(acc.result())
-        # the state after iteration k is the start of iteration k+1: keep it for a checkpoint there
-        snapshots.take(k, env, actor, gen, obs)
-        if args.snapshot_every > 0 and (k + 1) % args.snapshot_every == 0:
-            snapshots.persist(k + 1)
-        control.write_stats(k, stats)
-        control.set(TICKS_WRITTEN, (k + 1) * s)
-        k += 1
+    try:
+        while True:
+            control.set_phase("waiting for weights")
+            try:
+                waited = wait_until(lambda: control.get(WEIGHTS_VERSION) >= k, learner_alive, "waiting for weights", stop)
+            except StopRequested:
+                waited = 0.0
+            if stop():
+                snapshots.persist(control.get(FINAL_BOUNDARY))
+                return
+            t_iter = time.perf_counter()
+            board.load_into(actor, k)
+            control.set_phase("stepping" if tick.captured or not args.tick_cuda_graph else "capturing the tick graph")
+            tick.run(k * s, s)
+            if args.delay_ms > 0:
+                time.sleep(args.delay_ms / 1e3)
+            # the publish: rows must be in memory before the learner may read them
+            sync(device)
+            stats = timer.collect()
+            if nan_snapshot is not None and bool(nan_snapshot.taken):  # after the sync: no extra stall
+                torch.save({"iteration": k, **nan_snapshot.tensors()}, args.nan_dump_path)
+                nan_snapshot = None
+            stats["collector_learner_wait_ms"] = waited * 1e3
+            stats["collector_iteration_ms"] = (time.perf_counter() - t_iter) * 1e3
+            stats["collector_tick_graph"] = 1.0 if tick.captured else 0.0
+            stats.update(tick.sums.result())
+            # the state after iteration k is the start of iteration k+1: keep it for a checkpoint there
+            snapshots.take(k, env, actor, gen, tick.obs)
+            if args.snapshot_every > 0 and (k + 1) % args.snapshot_every == 0:
+                snapshots.persist(k + 1)
+            control.write_stats(k, stats)
+            control.set(TICKS_WRITTEN, (k + 1) * s)
+            k += 1
+    finally:
+        tick.release()  # the graph goes before the env and tensors it references
 
 
 def snapshot_path(directory: str | os.PathLike, boundary: int) -> str:
@@ -244,29 +236,3 @@ def _to_device(obj: Any, device: torch.device) -> Any:
 
 def _to(obs: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
     return {key: v.to(device) for key, v in obs.items()}
-
-
-class _EpisodeAccumulator:
-    """Sums over finished episodes, kept on the device until the iteration's sync."""
-
-    def __init__(self, device: torch.device) -> None:
-        z = lambda: torch.zeros((), dtype=torch.float64, device=device)  # noqa: E731
-        self.episodes, self.ret, self.length, self.reward, self.nan = z(), z(), z(), z(), z()
-
-    def add(self, reward: torch.Tensor, done: torch.Tensor, info: dict, device: torch.device) -> None:
-        d = done.to(torch.float64)
-        self.episodes += d.sum()
-        self.ret += (info["episode_return"].to(device, torch.float64) * d).sum()
-        self.length += (info["episode_length"].to(device, torch.float64) * d).sum()
-        self.reward += reward.to(torch.float64).mean()
-        if "nan_resets" in info:
-            self.nan += info["nan_resets"].to(device, torch.float64)
-
-    def result(self) -> dict[str, float]:
-        return {
-            "episodes": float(self.episodes),
-            "episode_return_sum": float(self.ret),
-            "episode_length_sum": float(self.length),
-            "reward_sum": float(self.reward),
-            "nan_resets": float(self.nan),
-        }

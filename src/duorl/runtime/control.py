@@ -35,15 +35,22 @@ STAT_FIELDS = (
     "collector_replay_write_ms",
     "collector_learner_wait_ms",
     "collector_iteration_ms",
+    "collector_tick_ms",
+    "collector_tick_graph",
     "episodes",
     "episode_return_sum",
     "episode_length_sum",
     "reward_sum",
     "nan_resets",
+    # the task's diagnostics (EnvSpec.metric_names), summed over the iteration's ticks
+    "task_metric_0",
+    "task_metric_1",
+    "task_metric_2",
+    "task_metric_3",
 )
 STAT = {name: i for i, name in enumerate(STAT_FIELDS)}
 
-COLLECTOR_PHASES = ("starting", "building env", "waiting for weights", "stepping", "stopped")
+COLLECTOR_PHASES = ("starting", "building env", "waiting for weights", "stepping", "capturing the tick graph", "stopped")
 
 ERROR_BYTES = 8192
 

@@ -65,6 +65,10 @@ class DuoSettings:
     snapshot_dir: str | None = None
     checkpoint_replay: bool = False
     nan_dump_path: str | None = None
+    # collector ticks as one CUDA graph each (runtime/tick.py; CUDA envs only)
+    tick_cuda_graph: bool = False
+    # stop at the first iteration boundary after this many seconds of run() (None: no limit)
+    max_wall_s: float | None = None
 
 
 @dataclass
@@ -101,6 +105,8 @@ class DuoResult:
     replay_window_violations: int = 0
     replay_samples_checked: int = 0
     graph: dict[str, Any] | None = None  # WholeCycleGraph.state() when the graph was enabled
+    tick_graph_active: bool = False  # the collector reported a captured tick
+    wall_limited: bool = False  # stopped early by max_wall_s
 
 
 class _StopFlag:
@@ -162,6 +168,8 @@ class Duo:
         self.device = torch.device(settings.device)
         self.process: mp.Process | None = None
         self._done_iterations = 0
+        self.tick_graph_active = False
+        self.wall_limited = False  # stopped by max_wall_s (a completed run, at an earlier boundary)
 
     # -- setup ---------------------------------------------------------------------------------
     def _allocate(self) -> None:
@@ -201,6 +209,7 @@ class Duo:
             learner_pid=os.getpid(),
             torch_threads=s.torch_threads,
             delay_ms=s.collector_delay_ms,
+            tick_cuda_graph=s.tick_cuda_graph,
         )
         ctx = mp.get_context("spawn")
         # daemon: multiprocessing terminates it if this process exits on an unhandled path
@@ -273,6 +282,8 @@ class Duo:
             replay_window_violations=self.sampler.violations,
             replay_samples_checked=self.sampler.samples_checked,
             graph=self.graph.state() if self.graph is not None else None,
+            tick_graph_active=self.tick_graph_active,
+            wall_limited=self.wall_limited,
         )
 
     def _restore(self) -> int:
@@ -324,6 +335,9 @@ class Duo:
         for k in range(start, s.max_iterations):
             if stop():
                 break
+            if s.max_wall_s is not None and time.perf_counter() - t_start >= s.max_wall_s:
+                self.wall_limited = True
+                break
             t_iter = time.perf_counter()
             hi = k * sps
             waited = wait_until(
@@ -367,6 +381,8 @@ class Duo:
                 while len(episodes) > 1 and sum(e[0] for e in episodes) - episodes[0][0] >= n:
                     episodes.popleft()
                 nan_resets += cstats["nan_resets"]
+                if cstats.get("collector_tick_graph") == 1.0:
+                    self.tick_graph_active = True
 
             if (k + 1) % s.log_interval == 0 or k == s.max_iterations - 1:
                 now = time.perf_counter()
@@ -385,6 +401,9 @@ class Duo:
                         if key.startswith("collector_") and key in cstats:
                             m[f"Perf/{key}"] = cstats[key]
                     m["Train/mean_reward"] = cstats["reward_sum"] / sps
+                    for i, name in enumerate(self.spec.metric_names):
+                        if f"task_metric_{i}" in cstats:
+                            m[f"Task/{name}"] = cstats[f"task_metric_{i}"] / sps
                     m["Train/nan_resets"] = nan_resets
                 done = sum(e[0] for e in episodes)
                 if done > 0:

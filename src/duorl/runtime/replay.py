@@ -98,7 +98,7 @@ class ReplayRing:
 
     def write(
         self,
-        tick: int,
+        tick: int | torch.Tensor,
         obs: dict[str, torch.Tensor],
         action: torch.Tensor,
         reward: torch.Tensor,
@@ -106,21 +106,26 @@ class ReplayRing:
         terminated: torch.Tensor,
         truncated: torch.Tensor | None = None,
     ) -> None:
-        """Store one tick of transitions (no host sync)."""
-        row = tick % self.capacity
+        """Store one tick of transitions (no host sync). `tick` may be a 0-d int64 device tensor: the
+        row is then chosen on the device, so the write can sit inside a captured collector tick."""
         t = self.t
-        t["obs_actor"][row].copy_(obs["actor"])
-        t["obs_critic"][row].copy_(obs["critic"])
-        t["action"][row].copy_(action)
-        t["reward"][row].copy_(reward)
-        t["next_obs_actor"][row].copy_(next_obs["actor"])
-        t["next_obs_critic"][row].copy_(next_obs["critic"])
-        t["terminated"][row].copy_(terminated)
-        if truncated is not None:
-            t["truncated"][row].copy_(truncated)
-        else:
-            t["truncated"][row].zero_()
-        t["tick"][row].fill_(tick)
+        if truncated is None:
+            truncated = torch.zeros_like(reward)
+        values = {
+            "obs_actor": obs["actor"], "obs_critic": obs["critic"], "action": action, "reward": reward,
+            "next_obs_actor": next_obs["actor"], "next_obs_critic": next_obs["critic"],
+            "terminated": terminated, "truncated": truncated,
+        }
+        if isinstance(tick, torch.Tensor):
+            row = (tick % self.capacity).view(1)
+            for key, v in values.items():
+                t[key].index_copy_(0, row, v.to(t[key].dtype).unsqueeze(0))
+            t["tick"].index_copy_(0, row, tick.view(1))
+            return
+        row_i = tick % self.capacity
+        for key, v in values.items():
+            t[key][row_i].copy_(v)
+        t["tick"][row_i].fill_(tick)
 
     def ticks_obs(self, lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Observations of ticks [lo, hi) flattened to [(hi-lo)*N, dim] (for normaliser updates)."""

@@ -24,8 +24,15 @@ def plot_learning_curves(run_dir: Path) -> Path | None:
     rows = read_metrics(Path(run_dir) / "metrics.jsonl")
     if not rows:
         return None
-    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
-    for ax, (key, label) in zip(axes.flat, CURVES):
+    # the task's own diagnostics (Task/..., e.g. velocity tracking error) get panels of their own
+    task_keys = sorted({k for r in rows for k in r if k.startswith("Task/")})
+    curves = list(CURVES) + [(k, k.removeprefix("Task/").replace("_", " ")) for k in task_keys]
+    cols = 2 if len(curves) <= 4 else 3
+    nrows = -(-len(curves) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 3.25 * nrows), squeeze=False)
+    for ax in list(axes.flat)[len(curves):]:
+        ax.set_visible(False)
+    for ax, (key, label) in zip(axes.flat, curves):
         pts = [(r["env_steps"], r[key]) for r in rows if isinstance(r.get(key), (int, float))]
         if pts:
             ax.plot(*zip(*pts))

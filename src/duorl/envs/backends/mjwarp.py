@@ -3,7 +3,7 @@
 Every state array is exposed as a zero-copy torch view (`wp.to_torch`), so tasks read and reset
 the simulation with torch ops and nothing crosses the host. On CUDA, warp kernels are launched on
 torch's current stream, so torch writes (ctrl, resets) and warp steps are ordered without a sync,
-and a CUDA graph captured around `step` by the caller sees one stream.
+and a torch CUDA graph captured around `step` by the caller holds the physics too.
 """
 
 from __future__ import annotations
@@ -27,9 +27,16 @@ def warp_device_for(device: torch.device) -> str:
 class MjWarpBackend:
     """`num_envs` MuJoCo Warp worlds with torch views of their state.
 
-    graph: on CUDA, capture the `substeps` mjw.step calls once into a warp CUDA graph and replay it
-    (one launch per step). Off by default until measured on a GPU.
-    TODO(gpu): turn on by default once the cuda-marked test (graph vs eager) has run on the target.
+    `step` launches the `substeps` mjw.step calls on torch's current stream. When torch is capturing
+    a CUDA graph around it (the collector's tick, runtime/tick.py), warp is told about that capture
+    (`external=True`), so warp's own temporary allocations and module bookkeeping join torch's graph:
+    the whole tick, physics included, is one graph launch.
+
+    The constraint solver runs a fixed `opt.iterations` (worlds that converged skip the rest inside
+    the kernels) instead of MuJoCo Warp's default conditional while-loop: eagerly that loop reads its
+    condition back to the host every iteration (a sync per solver iteration), and inside a torch
+    capture it would pause and resume the stream capture, which changes the capture id torch's graph
+    memory pool is keyed on.
     """
 
     def __init__(
@@ -38,7 +45,6 @@ class MjWarpBackend:
         num_envs: int,
         substeps: int,
         device: torch.device,
-        graph: bool = False,
         put_data_kwargs: Optional[dict[str, Any]] = None,
     ) -> None:
         import mujoco_warp as mjw  # imported here: warp is only paid for when this backend is built
@@ -57,15 +63,17 @@ class MjWarpBackend:
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
         self._wdev = warp_device_for(self.device)
-        self._use_graph = bool(graph) and self.device.type == "cuda"
-        self._graph = None
         self._wstream: Any = None
         self._wstream_key = 0
+        # warp graphs of the captures this backend joined: they keep the kernel modules those
+        # captures launched alive for as long as the enclosing torch graph may replay
+        self._joined_captures: list[Any] = []
 
         mjd = mujoco.MjData(model)
         mujoco.mj_forward(model, mjd)
         with wp.ScopedDevice(self._wdev):
             self._m = mjw.put_model(model)
+            self._m.opt.graph_conditional = False  # see the class docstring
             # put_data_kwargs carries contact/constraint capacities (nconmax, njmax) for contact-rich
             # tasks; the pendulum needs none.
             self._d = mjw.put_data(model, mjd, nworld=num_envs, **(put_data_kwargs or {}))
@@ -107,17 +115,11 @@ class MjWarpBackend:
             return
         with wp.ScopedDevice(self._wdev), wp.ScopedStream(stream, sync_enter=False):
             if torch.cuda.is_current_stream_capturing():
-                # The caller is capturing a torch CUDA graph around this step (a collector tick):
-                # plain launches on its stream are recorded into that graph; a nested warp capture
-                # would fail.
-                self._substeps()
-            elif self._use_graph:
-                if self._graph is None:
-                    # Capture records, it does not run: the first replay below advances the state.
-                    with wp.ScopedCapture(device=self._wdev, stream=stream) as capture:
-                        self._substeps()
-                    self._graph = capture.graph
-                wp.capture_launch(self._graph, stream=stream)
+                # torch opened this capture (thread-local mode, runtime/tick.py): warp joins it
+                with wp.ScopedCapture(device=self._wdev, stream=stream, external=True,
+                                      capture_mode=wp.CaptureMode.THREAD_LOCAL) as capture:
+                    self._substeps()
+                self._joined_captures.append(capture.graph)
             else:
                 self._substeps()
 
@@ -157,4 +159,4 @@ class MjWarpBackend:
             v.copy_(state[k])
 
     def close(self) -> None:
-        self._graph = None
+        self._joined_captures.clear()

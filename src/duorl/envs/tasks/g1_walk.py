@@ -97,7 +97,8 @@ class G1WalkFlat(G1TaskBase):
             raise ValueError(f"task.max_episode_steps must be >= 1, got {steps}")
         self.reset_noise = reset_noise
         self.spec = EnvSpec(task=NAME, actor_obs_dim=ACTOR_OBS, critic_obs_dim=CRITIC_OBS,
-                            action_dim=g1.NUM_JOINTS, max_episode_steps=steps, control_dt=self.control_dt)
+                            action_dim=g1.NUM_JOINTS, max_episode_steps=steps, control_dt=self.control_dt,
+                            metric_names=("lin_vel_error", "ang_vel_error"))
         self.command_steps = round(COMMAND_SECONDS / self.control_dt)
 
     def bind(self, num_envs: int, device: torch.device) -> None:
@@ -221,6 +222,16 @@ class G1WalkFlat(G1TaskBase):
             "feet_ori": feet_gravity,
             "alive": torch.ones_like(gravity[:, 0]),
         }
+
+    def metrics(self, sim) -> torch.Tensor:
+        """[N, 2]: |command_xy - base velocity_xy| (m/s, heading frame) and |command_yaw - yaw rate| (rad/s),
+        the tracking errors the walking criterion reads (Task/lin_vel_error, Task/ang_vel_error)."""
+        qpos, qvel = self._state(sim)
+        quat = qpos[:, 3:7]
+        v_heading = Q.rotate_inv(Q.yaw_quat(quat), qvel[:, 0:3])
+        yaw_rate = Q.rotate(quat, qvel[:, 3:6])[:, 2]
+        lin = (self.command[:, :2] - v_heading[:, :2]).norm(dim=1)
+        return torch.stack((lin, (self.command[:, 2] - yaw_rate).abs()), dim=1)
 
     def reward(self, sim) -> torch.Tensor:
         terms = self.reward_terms(sim)

@@ -1,0 +1,154 @@
+"""`duorl bench collector --task T --num-envs N [N ...]`: collector-only env steps per second.
+
+It builds what a collector builds (the task's VecEnv on the run's sim, the algorithm's actor, a replay
+ring, the exploration generator) and runs the collector's own tick (runtime/tick.py): eager ticks and,
+on CUDA, ticks replayed as one CUDA graph each. No learner runs; the actor keeps its initial weights.
+
+Timing: after `--warmup` ticks (the first captured tick pays the capture), `--ticks` ticks run back to
+back with one device synchronisation at the end, as a collector iteration does before it publishes;
+`collector_env_steps_per_s = num_envs * ticks / seconds`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def build_collector_tick(cfg: Any, num_envs: int, device: str, cuda_graph: bool, seed: int = 0,
+                         replay_ticks: int = 16) -> Any:
+    """A CollectorTick as the collector builds it (runtime/collector.py), for `cfg`'s task and algo."""
+    import torch
+
+    from duorl.algos.registry import make_actor
+    from duorl.envs.registry import make_vec_env
+    from duorl.runtime.replay import ReplayLayout, ReplayRing
+    from duorl.runtime.tick import CollectorTick
+
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    env = make_vec_env(cfg.task, cfg.sim, num_envs, str(dev) if cfg.sim.name == "mjwarp" else "cpu", seed,
+                       nan_guard=cfg.training.nan_guard.enabled)
+    spec = env.spec
+    actor = make_actor(cfg.algo, spec, dev)
+    actor.eval()
+    layout = ReplayLayout(num_envs, replay_ticks, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
+    ring = ReplayRing.allocate(layout, dev)
+    gen = torch.Generator(device=dev).manual_seed(seed + 1)
+    obs = {k: v.to(dev) for k, v in env.reset().items()}
+    return CollectorTick(env, actor, ring, gen, obs, dev, cuda_graph=cuda_graph)
+
+
+def _measure(tick: Any, warmup: int, ticks: int) -> dict[str, Any]:
+    import torch
+
+    cuda = tick.device.type == "cuda"
+    sync = (lambda: torch.cuda.synchronize(tick.device)) if cuda else (lambda: None)
+    n = tick.env.num_envs
+    t0 = time.perf_counter()
+    tick.run(0, warmup)
+    sync()
+    warmup_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    tick.run(warmup, ticks)
+    sync()
+    seconds = time.perf_counter() - t0
+    return {
+        "num_envs": n,
+        "cuda_graph": tick.captured,
+        "warmup_ticks": warmup,
+        "warmup_s": round(warmup_s, 3),
+        "ticks": ticks,
+        "seconds": round(seconds, 4),
+        "ms_per_tick": round(seconds * 1e3 / ticks, 4),
+        "collector_env_steps_per_s": round(n * ticks / seconds, 1),
+    }
+
+
+def run_collector_bench(algo: str, task: str, sim: str | None, num_envs: list[int], ticks: int = 200, warmup: int = 10,
+                        device: str | None = None, overrides: list[str] | None = None, modes: tuple[str, ...] = ("graph", "eager"),
+                        command: str | None = None) -> dict[str, Any]:
+    import torch
+
+    from duorl.config.load import load_config
+    from duorl.config.validate import env_device_type
+
+    cfg = load_config(algo, task, sim, list(overrides or []))
+    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    on_cuda = env_device_type(cfg) == "cuda" and torch.device(dev).type == "cuda"
+    runs = []
+    substeps = None
+    for n in num_envs:
+        for mode in modes:
+            if mode == "graph" and not on_cuda:
+                continue  # CUDA graphs need the envs on a GPU (mjwarp); the CPU has eager ticks only
+            tick = build_collector_tick(cfg, n, dev, cuda_graph=(mode == "graph"))
+            substeps = getattr(tick.env.task, "substeps", None)
+            runs.append({"mode": mode, **_measure(tick, warmup, ticks)})
+            tick.release()
+            del tick
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+    by = {(r["num_envs"], r["mode"]): r for r in runs}
+    speedup = {
+        str(n): round(by[(n, "graph")]["collector_env_steps_per_s"] / by[(n, "eager")]["collector_env_steps_per_s"], 3)
+        for n in num_envs if (n, "graph") in by and (n, "eager") in by
+    }
+    dev_t = torch.device(dev)
+    return {
+        "command": command,
+        "date": _dt.datetime.now().isoformat(timespec="seconds"),
+        "device": dev,
+        "gpu": torch.cuda.get_device_name(dev_t) if dev_t.type == "cuda" else None,
+        "torch": torch.__version__,
+        "algo": algo,
+        "task": task,
+        "sim": cfg.sim.name,
+        "physics_substeps_per_tick": substeps,
+        "runs": runs,
+        "graph_speedup": speedup,
+    }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from duorl.config.schema import ALGOS
+
+    parser.add_argument("--algo", choices=ALGOS, default="sac", help="whose actor acts (default: sac)")
+    parser.add_argument("--task", default="g1_walk_flat", help="task (default: g1_walk_flat)")
+    parser.add_argument("--sim", default="mjwarp", help="simulator (default: mjwarp)")
+    parser.add_argument("--num-envs", type=int, nargs="+", default=[4096], metavar="N", help="env counts (default: 4096)")
+    parser.add_argument("--ticks", type=int, default=200, metavar="T", help="timed ticks per run (default: 200)")
+    parser.add_argument("--warmup", type=int, default=10, metavar="T", help="untimed ticks first (default: 10)")
+    parser.add_argument("--modes", nargs="+", choices=("graph", "eager"), default=["graph", "eager"],
+                        help="tick modes to time (default: graph eager; graph needs CUDA envs)")
+    parser.add_argument("--device", default=None, help="cuda, cuda:1 or cpu (default: cuda when visible)")
+    parser.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON here")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.ticks < 1 or args.warmup < 1 or any(n < 1 for n in args.num_envs):
+        print("error: --ticks, --warmup and every --num-envs must be >= 1", file=sys.stderr)
+        return 2
+    from duorl.config.errors import ConfigError
+
+    command = "duorl " + " ".join(getattr(args, "argv", None) or sys.argv[1:])
+    try:
+        result = run_collector_bench(args.algo, args.task, args.sim, args.num_envs, args.ticks, args.warmup, args.device,
+                                     list(args.overrides), tuple(args.modes), command=command)
+    except (ConfigError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n", encoding="utf-8")
+    return 0

@@ -1,0 +1,206 @@
+"""The collector's tick: act, step the envs, write one replay tick, count finished episodes.
+
+A tick reads and writes only tensors that live as long as the collector (the current observation,
+the tick counter, the episode sums, the env's and the actor's state), so on CUDA it is captured once
+as a `torch.cuda.CUDAGraph` and every later tick is one graph launch: policy forward, exploration
+noise, the physics substeps (MuJoCo Warp joins torch's capture), observations, rewards, terminations,
+auto-reset and the replay write, with no host sync. The same code runs uncaptured on the CPU and
+wherever the graph is off (`sim.tick_cuda_graph=false`).
+
+The first tick runs eagerly on the capture stream (it is a real tick: warp loads its kernel modules,
+cuBLAS makes its workspace, lazy buffers are created); right after it the body is captured (capture
+records, it does not run), and every later tick replays the graph. Both exploration and env generators are registered with the graph, so a replay
+draws exactly the numbers an eager tick would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from typing import Any, Iterator
+
+import torch
+from torch import nn
+
+from duorl.runtime.replay import ReplayRing
+from duorl.runtime.timing import PhaseTimer
+
+
+class TickCaptureError(RuntimeError):
+    """The collector tick could not be captured as a CUDA graph; the message names the fix."""
+
+
+class EpisodeSums:
+    """Sums over finished episodes (and per-tick mean rewards), kept on the device between syncs.
+    The tensors are allocated once and zeroed in place: a captured tick adds into them."""
+
+    def __init__(self, device: torch.device, metric_names: tuple[str, ...] = ()) -> None:
+        z = lambda: torch.zeros((), dtype=torch.float64, device=device)  # noqa: E731
+        self.episodes, self.ret, self.length, self.reward, self.nan = z(), z(), z(), z(), z()
+        self.metric_names = tuple(metric_names)
+        self.metrics = torch.zeros(len(self.metric_names), dtype=torch.float64, device=device)
+
+    def zero_(self) -> None:
+        for t in (self.episodes, self.ret, self.length, self.reward, self.nan, self.metrics):
+            t.zero_()
+
+    def add(self, reward: torch.Tensor, done: torch.Tensor, info: dict[str, Any]) -> None:
+        d = done.to(torch.float64)
+        dev = self.episodes.device
+        self.episodes += d.sum()
+        self.ret += (info["episode_return"].to(dev, torch.float64) * d).sum()
+        self.length += (info["episode_length"].to(dev, torch.float64) * d).sum()
+        self.reward += reward.to(dev, torch.float64).mean()
+        if "nan_resets" in info:
+            self.nan += info["nan_resets"].to(dev, torch.float64)
+        if self.metric_names:
+            self.metrics += info["metrics"].to(dev, torch.float64)
+
+    def result(self) -> dict[str, float]:
+        """Host values (syncs: call after the iteration's publish sync). Task metrics are sums over the
+        iteration's ticks, in slots task_metric_<i> (spec.metric_names[i])."""
+        out = {
+            "episodes": float(self.episodes),
+            "episode_return_sum": float(self.ret),
+            "episode_length_sum": float(self.length),
+            "reward_sum": float(self.reward),
+            "nan_resets": float(self.nan),
+        }
+        for i, v in enumerate(self.metrics.tolist()):
+            out[f"task_metric_{i}"] = v
+        return out
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    # a collection during capture could run destructors (warp graphs, tensors) whose frees would be
+    # recorded into the new graph
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class CollectorTick:
+    """One collector tick over `env` with `actor`, writing `ring`; see the module docstring.
+
+    obs: the observation the first tick acts on (copied into the tick's own buffers).
+    cuda_graph: capture the tick as one CUDA graph (the env's device must be CUDA).
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        actor: nn.Module,
+        ring: ReplayRing,
+        generator: torch.Generator,
+        obs: dict[str, torch.Tensor],
+        device: torch.device,
+        cuda_graph: bool = False,
+        timer: PhaseTimer | None = None,
+    ) -> None:
+        if cuda_graph and device.type != "cuda":
+            raise TickCaptureError(
+                f"sim.tick_cuda_graph=true needs the collector on CUDA, it runs on {device}: "
+                "set sim.tick_cuda_graph=false (or null) or train on a GPU"
+            )
+        self.env, self.actor, self.ring, self.generator = env, actor, ring, generator
+        self.device = device
+        self.obs = {k: v.to(device).clone() for k, v in obs.items()}
+        self.tick = torch.zeros((), dtype=torch.int64, device=device)
+        spec = getattr(env, "spec", None)
+        self.sums = EpisodeSums(device, getattr(spec, "metric_names", ()))
+        self.cuda_graph = cuda_graph
+        self.timer = timer
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self._stream = torch.cuda.Stream(device) if cuda_graph else None
+        # the env times its physics as a phase of the eager tick; a captured tick is timed whole
+        if hasattr(env, "phase_timer"):
+            env.phase_timer = None if cuda_graph else timer
+
+    @property
+    def captured(self) -> bool:
+        return self.graph is not None
+
+    def set_obs(self, obs: dict[str, torch.Tensor]) -> None:
+        """Replace the observation the next tick acts on (resume), in place."""
+        for k, v in obs.items():
+            self.obs[k].copy_(v)
+
+    def begin_iteration(self, first_tick: int) -> None:
+        self.tick.fill_(first_tick)
+        self.sums.zero_()
+
+    def run(self, first_tick: int, ticks: int) -> None:
+        """Ticks [first_tick, first_tick + ticks): no host sync (the caller syncs to publish)."""
+        self.begin_iteration(first_tick)
+        for _ in range(ticks):
+            self.step()
+
+    def step(self) -> None:
+        timer = self.timer
+        phase = timer.phase("collector_tick_ms") if timer is not None else contextlib.nullcontext()
+        with phase:
+            if not self.cuda_graph:
+                self._body(timed=True)
+            elif self.graph is not None:
+                self.graph.replay()
+            else:
+                self._eager_then_capture()
+
+    def _phase(self, name: str, timed: bool) -> Any:
+        if timed and self.timer is not None:
+            return self.timer.phase(name)
+        return contextlib.nullcontext()
+
+    @torch.no_grad()
+    def _body(self, timed: bool) -> None:
+        env, obs = self.env, self.obs
+        with self._phase("collector_inference_ms", timed):
+            action = self.actor.explore(obs["actor"], self.generator)
+        with self._phase("collector_env_step_ms", timed):
+            next_obs, reward, terminated, truncated, info = env.step(action.to(env.device))
+        dev = self.device
+        reward, terminated, truncated = reward.to(dev), terminated.to(dev), truncated.to(dev)
+        with self._phase("collector_replay_write_ms", timed):
+            final_obs = {k: v.to(dev) for k, v in info["final_obs"].items()}
+            self.ring.write(self.tick, obs, action, reward, final_obs, terminated.float(), truncated.float())
+        self.sums.add(reward, terminated | truncated, info)
+        for k, v in next_obs.items():
+            obs[k].copy_(v)
+        self.tick += 1
+
+    def _eager_then_capture(self) -> None:
+        assert self._stream is not None
+        current = torch.cuda.current_stream(self.device)
+        self._stream.wait_stream(current)
+        with torch.cuda.stream(self._stream):
+            self._body(timed=False)  # the real first tick, on the stream the capture will use
+        current.wait_stream(self._stream)
+        graph = torch.cuda.CUDAGraph()
+        for gen in self._generators():
+            graph.register_generator_state(gen)
+        try:
+            with _no_gc(), torch.cuda.graph(graph, stream=self._stream, capture_error_mode="thread_local"):
+                self._body(timed=False)
+        except Exception as e:  # noqa: BLE001 - re-raised with the fix named
+            raise TickCaptureError(
+                f"capturing the collector tick as a CUDA graph failed ({type(e).__name__}: {e}). A tick must "
+                "not sync with the host, allocate outside torch/warp, or change tensor addresses. "
+                "Set sim.tick_cuda_graph=false to run the tick eagerly."
+            ) from e
+        # capture records the tick without running it: the next tick is the first replay
+        self.graph = graph
+
+    def _generators(self) -> list[torch.Generator]:
+        gens = [self.generator]
+        env_gen = getattr(self.env, "generator", None)
+        if isinstance(env_gen, torch.Generator) and env_gen.device.type == "cuda" and env_gen is not self.generator:
+            gens.append(env_gen)
+        return gens
+
+    def release(self) -> None:
+        self.graph = None

@@ -1,0 +1,102 @@
+"""The collector tick (runtime/tick.py) on the CPU: what it writes, its device-side tick index, and
+the refusals around its CUDA graph. The captured tick's equality with the eager one is in
+test_tick_cuda.py (GPU)."""
+
+import json
+
+import pytest
+import torch
+
+from duorl.bench.collector import build_collector_tick
+from duorl.config.errors import ConfigError
+from duorl.config.load import load_config
+from duorl.runtime.replay import ReplayLayout, ReplayRing
+from duorl.runtime.tick import CollectorTick, TickCaptureError
+from tests.conftest import run_duorl
+
+TINY_ALGO = ["algo.actor_hidden_dims=[16,16]", "algo.critic_hidden_dims=[16,16]", "algo.num_atoms=11",
+             "task.max_episode_steps=6", "sim.nthread=1"]
+
+
+def _ring(capacity: int = 5, n: int = 3) -> ReplayRing:
+    return ReplayRing.allocate(ReplayLayout(n, capacity, 2, 3, 1), torch.device("cpu"))
+
+
+def test_device_tick_index_writes_what_an_int_index_writes():
+    g = torch.Generator().manual_seed(0)
+    by_int, by_tensor = _ring(), _ring()
+    tick_t = torch.zeros((), dtype=torch.int64)
+    for tick in range(12):  # wraps the 5-row ring twice
+        r = lambda *s: torch.randn(*s, generator=g)  # noqa: E731
+        obs, nxt = {"actor": r(3, 2), "critic": r(3, 3)}, {"actor": r(3, 2), "critic": r(3, 3)}
+        args = (obs, r(3, 1), r(3), nxt, (r(3) > 0).float(), (r(3) > 1).float())
+        by_int.write(tick, *args)
+        by_tensor.write(tick_t, *args)
+        tick_t += 1
+    for key in by_int.t:
+        assert torch.equal(by_int.t[key], by_tensor.t[key]), key
+    assert by_int.t["tick"].tolist() == [10, 11, 7, 8, 9]
+
+
+@pytest.mark.parametrize("algo", ["sac", "flashsac"])
+def test_tick_does_what_the_collector_loop_did(algo):
+    """Policy, noise, env step, replay write and the next observation, tick by tick, against the loop
+    written out by hand with the same seeds; episodes end inside the run (6-step episodes)."""
+    cfg = load_config(algo, "pendulum_swingup", "mujoco", TINY_ALGO)
+    n, ticks = 4, 15
+    tick = build_collector_tick(cfg, n, "cpu", cuda_graph=False, seed=5, replay_ticks=8)
+    ref = build_collector_tick(cfg, n, "cpu", cuda_graph=False, seed=5, replay_ticks=8)
+    tick.run(0, ticks)
+    obs = {k: v.clone() for k, v in ref.obs.items()}
+    episodes = 0.0
+    with torch.no_grad():
+        for t in range(ticks):
+            action = ref.actor.explore(obs["actor"], ref.generator)
+            nxt, reward, term, trunc, info = ref.env.step(action)
+            ref.ring.write(t, obs, action, reward, info["final_obs"], term.float(), trunc.float())
+            episodes += float((term | trunc).sum())
+            obs = nxt
+    for key in ref.ring.t:
+        assert torch.equal(tick.ring.t[key], ref.ring.t[key]), key
+    for key in obs:
+        assert torch.equal(tick.obs[key], obs[key]), key
+    assert int(tick.tick) == ticks
+    assert tick.sums.result()["episodes"] == episodes == 2 * n  # ticks 6 and 12 end every episode
+    # a new iteration restarts the sums and sets the index
+    tick.begin_iteration(40)
+    assert int(tick.tick) == 40 and tick.sums.result()["episodes"] == 0.0
+
+
+def test_tick_graph_needs_cuda():
+    cfg = load_config("sac", "pendulum_swingup", "mujoco", TINY_ALGO)
+    with pytest.raises(TickCaptureError, match="sim.tick_cuda_graph"):
+        build_collector_tick(cfg, 2, "cpu", cuda_graph=True)
+
+
+@pytest.mark.parametrize("value,match", [("true", "needs the envs on a CUDA device"), ("maybe", "bool or null")])
+def test_tick_graph_config_refusals(value, match):
+    with pytest.raises(ConfigError, match=match) as e:
+        load_config("sac", "pendulum_swingup", "mujoco", [f"sim.tick_cuda_graph={value}"])
+    assert "sim.tick_cuda_graph" in str(e.value)
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon"])
+def test_wall_minutes_refusals(value):
+    with pytest.raises(ConfigError, match="training.max_wall_minutes"):
+        load_config("sac", "pendulum_swingup", "mujoco", [f"training.max_wall_minutes={value}"])
+
+
+def test_wall_limit_ends_a_run_as_completed_with_a_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    p = run_duorl(run, "algo.max_iterations=1000000", "training.max_wall_minutes=0.1", "algo.save_interval=1000000")
+    assert p.returncode == 0, p.stderr
+    assert "stopped by training.max_wall_minutes=0.1" in p.stdout
+    summary = json.loads((run / "run_summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert summary["stopped_by"] == "training.max_wall_minutes=0.1"
+    assert 0 < summary["iterations"] < 1000000
+    assert summary["wall_s"] < 60
+    assert (run / "checkpoints" / "latest.json").is_file()
+    # the collector on the CPU ticks eagerly, and the manifest says so
+    tick = summary["runtime_manifest"]["collector_tick_cuda_graph"]
+    assert tick == {"configured": None, "enabled": False, "active": False}
