@@ -4,6 +4,8 @@ test_tick_cuda.py (GPU)."""
 
 import json
 
+from torch.utils._python_dispatch import TorchDispatchMode
+
 import pytest
 import torch
 
@@ -100,3 +102,34 @@ def test_wall_limit_ends_a_run_as_completed_with_a_checkpoint(tmp_path):
     # the collector on the CPU ticks eagerly, and the manifest says so
     tick = summary["runtime_manifest"]["collector_tick_cuda_graph"]
     assert tick == {"configured": None, "enabled": False, "active": False}
+
+
+class _HostSyncOps(TorchDispatchMode):
+    """Records the aten ops that read a value back to the host or copy Python data to the device: on
+    CUDA each is a sync inside the tick, and inside a capture an error. On the CPU they run silently,
+    so this spy is how the CPU suite guards the GPU tick."""
+
+    OPS = ("aten.lift_fresh", "aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.is_nonzero",
+           "aten.item", "aten.unique", "aten._unique2", "aten.repeat_interleave")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if str(func).startswith(self.OPS):
+            self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("task", ["pendulum_swingup", "g1_walk_flat", "g1_motion_tracking"])
+@pytest.mark.parametrize("algo", ["sac", "flashsac"])
+def test_tick_has_no_host_sync_ops(task, algo):
+    """Four ticks, across auto-resets (3-step episodes): no op that would sync or break the capture.
+    (Found so: a quaternion constant made with new_tensor, a vector filled in place, an index list.)"""
+    cfg = load_config(algo, task, "mujoco", [*TINY_ALGO, "task.max_episode_steps=3"])
+    tick = build_collector_tick(cfg, 3, "cpu", cuda_graph=False, replay_ticks=4)
+    tick.run(0, 1)  # lazy state (held noise) is made on the first tick, as on the GPU before capture
+    with _HostSyncOps() as spy:
+        tick.run(1, 4)
+    assert spy.seen == []

@@ -25,7 +25,8 @@ def mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def conj(q: torch.Tensor) -> torch.Tensor:
-    return q * q.new_tensor([1.0, -1.0, -1.0, -1.0])
+    # no constant tensor from a Python list here: that is a host-to-device copy (a sync) per call
+    return torch.cat((q[..., :1], -q[..., 1:]), dim=-1)
 
 
 def normalize(q: torch.Tensor) -> torch.Tensor:
@@ -83,7 +84,8 @@ def angle_between(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def gravity_in(q: torch.Tensor) -> torch.Tensor:
-    """The unit gravity direction (0, 0, -1) seen in the frame q ("projected gravity")."""
-    down = torch.zeros(*q.shape[:-1], 3, dtype=q.dtype, device=q.device)
-    down[..., 2] = -1.0
-    return rotate_inv(q, down)
+    """The unit gravity direction (0, 0, -1) seen in the frame q ("projected gravity"): R(q)^T (0, 0, -1),
+    minus the third row of R. Written out: filling a constant vector in place costs a host-to-device
+    copy of the scalar on CUDA (a sync, and a failed CUDA-graph capture)."""
+    w, x, y, z = q.unbind(-1)
+    return torch.stack((-2.0 * (x * z - w * y), -2.0 * (y * z + w * x), -(1.0 - 2.0 * (x * x + y * y))), dim=-1)

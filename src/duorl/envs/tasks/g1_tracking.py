@@ -151,6 +151,8 @@ class G1MotionTracking(G1TaskBase):
         self._soft_lo, self._soft_hi = mid - half, mid + half
         self._pose_noise = torch.tensor(POSE_NOISE, dtype=torch.float32, device=dev)
         self._vel_noise = torch.tensor(VEL_NOISE, dtype=torch.float32, device=dev)
+        # an index tensor made once: indexing with a Python list copies it to the device every step
+        self._ee_idx = torch.tensor(END_EFFECTORS, dtype=torch.long, device=dev)
 
     # -- Task protocol -------------------------------------------------------------------------
     def reset(self, mask: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -259,7 +261,8 @@ class G1MotionTracking(G1TaskBase):
         anchor_z = (self.ref_pos[k, ANCHOR, 2] - f.pos[:, ANCHOR, 2]).abs() > MAX_ANCHOR_Z
         tilt = (Q.gravity_in(self.ref_quat[k, ANCHOR])[:, 2] - Q.gravity_in(f.quat[:, ANCHOR])[:, 2]).abs() > MAX_ANCHOR_TILT
         rel_pos, _ = self.reference_bodies(k, f.pos, f.quat)
-        ee = (rel_pos[:, END_EFFECTORS, 2] - f.pos[:, END_EFFECTORS, 2]).abs().amax(dim=1) > MAX_EE_Z
+        ee_idx = self._ee_idx
+        ee = (rel_pos.index_select(1, ee_idx)[..., 2] - f.pos.index_select(1, ee_idx)[..., 2]).abs().amax(dim=1) > MAX_EE_Z
         return anchor_z | tilt | ee
 
     def evaluate(self, sim) -> tuple[torch.Tensor, torch.Tensor, Obs]:

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# FastSAC learns g1_walk_flat on one H200 inside a wall-time budget: the published FastSAC humanoid
+# settings (algo/sac.yaml: 4096 envs, batch 8192, 8 updates/iteration, gamma 0.97, ...), MuJoCo Warp,
+# collector ticks and learner iterations as CUDA graphs. Criterion (issue #3): over the last 100
+# iterations mean episode length >= 80% of the maximum and mean Task/lin_vel_error <= 0.3 m/s.
+# Run on the GPU machine from the repo root, after staging the wheels (../shared/tools/device-wheels.sh):
+#   bash benchmarks/g1_walk_fastsac_h200.sh OUT_DIR [MINUTES]
+set -uo pipefail
+out=${1:?OUT_DIR}
+minutes=${2:-9}
+mkdir -p "$out"
+export PYTHONPATH=/tmp/duorl-site:$PWD/src DUORL_G1_XML=/tmp/duorl-site/assets/g1/g1.xml PYTHONUNBUFFERED=1
+run=/tmp/duorl-g1-walk
+rm -rf "$run"
+cmd=(python3 -m duorl train --algo sac --task g1_walk_flat --sim mjwarp training.devices=[0]
+     training.max_wall_minutes=$minutes training.log_interval=5 training.progress=false training.log_dir=$run)
+echo "+ ${cmd[*]}" > "$out/train.log"
+"${cmd[@]}" >> "$out/train.log" 2>&1
+echo "train rc=$?" >> "$out/train.log"
+python3 -m duorl metrics "$run" --last 20 --json > "$out/metrics_last20.json" 2>>"$out/train.log"
+cp "$run/run_summary.json" "$out/run_summary.json"
+gzip -c "$run/metrics.jsonl" > "$out/metrics.jsonl.gz"
+cp "$run/plots/learning_curves.png" "$out/learning_curves.png" 2>/dev/null || echo "no plot" >> "$out/train.log"
+tail -4 "$out/train.log"
+python3 - "$out/metrics_last20.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m = m.get("mean", m)
+for k in ("Train/mean_episode_length", "Task/lin_vel_error", "Task/ang_vel_error", "Train/mean_episode_return",
+          "Perf/env_steps_per_s", "Perf/iteration_ms", "Perf/learner_train_ms", "Perf/collector_tick_ms"):
+    print(k, m.get(k))
+PY
