@@ -169,7 +169,7 @@ def test_tracking_error_metrics():
     """info["metrics"] carries Task/lin_vel_error and Task/ang_vel_error: near zero for a robot standing
     under a zero command, the commanded speed for one standing under a walking command."""
     env = cpu_env(G1WalkFlat(randomize=False, reset_noise=False), 2, seed=0)
-    assert env.spec.metric_names == ("lin_vel_error", "ang_vel_error")
+    assert env.spec.metric_names == ("lin_vel_error", "ang_vel_error", "penalty_scale")
     env.reset()
     for _ in range(30):
         env.task.command.zero_()
@@ -177,8 +177,47 @@ def test_tracking_error_metrics():
         _, _, te, _, info = env.step(standing_controller(env))
         assert not te.any()
     per_env = env.task.metrics(env.backend)
-    assert per_env.shape == (2, 2)
+    assert per_env.shape == (2, 3)
     assert per_env[0, 0] < 0.1 and per_env[0, 1] < 0.2
     assert per_env[1, 0] == pytest.approx(0.8, abs=0.1)
-    assert info["metrics"].shape == (2,)
-    torch.testing.assert_close(info["metrics"], per_env.mean(dim=0))
+    assert info["metrics"].shape == (3,)
+    torch.testing.assert_close(info["metrics"][:2], per_env.mean(dim=0)[:2])
+    # the scale the step's reward used; the step's advance() then moved it by one curriculum step
+    assert float(info["metrics"][2]) == pytest.approx(float(env.task.penalty_scale) / (1 - g1_walk.PENALTY_DEGREE), rel=1e-5)
+
+
+def test_penalty_curriculum():
+    """Penalties start at 0.1 of their weight; the scale falls while finished episodes are short (< 15%
+    of the maximum) and rises while they are long (> 75%), multiplicatively, within [0, 1]; the reward
+    is the gains plus the scaled penalties."""
+    task = G1WalkFlat(randomize=False, max_episode_steps=100)
+    env = cpu_env(task, 4, seed=0)
+    env.reset()
+    assert float(task.penalty_scale) == pytest.approx(g1_walk.PENALTY_SCALE_INIT)
+    all_envs = torch.ones(4, dtype=torch.bool)
+    # episodes of 90 steps end (the running mean climbs above 75 steps), then the scale grows
+    for _ in range(1000):  # 4000 episodes: the mean over the last ~1000 is about 90
+        task.steps.fill_(90)
+        task._track_episode_lengths(all_envs)
+    assert float(task.mean_episode_length) > 75
+    before = float(task.penalty_scale)
+    for _ in range(10):
+        task._update_penalty_scale()
+    assert float(task.penalty_scale) == pytest.approx(before * (1 + g1_walk.PENALTY_DEGREE) ** 10, rel=1e-5)
+    for _ in range(2000):
+        task.steps.fill_(3)
+        task._track_episode_lengths(all_envs)
+    assert float(task.mean_episode_length) < 15
+    before = float(task.penalty_scale)
+    task._update_penalty_scale()
+    assert float(task.penalty_scale) == pytest.approx(before * (1 - g1_walk.PENALTY_DEGREE), rel=1e-5)
+    # the reward splits by sign of the weight
+    terms = task.reward_terms(env.backend)
+    dt = task.control_dt
+    gains = sum(w * dt * terms[k] for k, w in g1_walk.WEIGHTS.items() if w > 0)
+    pens = sum(w * dt * terms[k] for k, w in g1_walk.WEIGHTS.items() if w < 0)
+    torch.testing.assert_close(task.reward(env.backend), gains + task.penalty_scale * pens)
+    off = G1WalkFlat(randomize=False, penalty_curriculum=False)
+    cpu_env(off, 2, seed=0).reset()
+    off._update_penalty_scale()
+    assert float(off.penalty_scale) == 1.0

@@ -19,6 +19,12 @@ Reward per step: the published FastSAC G1 terms, each weight * term * control dt
   close_feet    -10.0   1 where the feet are closer than 15 cm sideways
   feet_ori       -5.0   sum_feet |projected gravity xy in the foot frame|
   alive          10.0   1
+Penalty curriculum (as published for FastSAC G1): the negative-weight terms are scaled by s, starting
+at 0.1. Every control step s shrinks by a factor (1 - 0.00025) while the running mean length of
+finished episodes (over about the last 1000) is below 15% of the maximum, grows by (1 + 0.00025)
+above 75%, and stays within [0, 1]: the robot first learns to stay up and move, then to move well.
+Without it the full penalties make standing still the easy optimum (measured on the H200: episodes
+ran full length, but the velocity error stayed at the commanded speed).
 Terminations: pelvis tilted more than 70 degrees, pelvis below 0.4 m, or spinning faster than 20
 rad/s (falls). Episodes last 20 s (1000 steps).
 """
@@ -63,6 +69,10 @@ WEIGHTS = {
     "feet_ori": -5.0,
     "alive": 10.0,
 }
+PENALTY_SCALE_INIT, PENALTY_SCALE_MIN, PENALTY_SCALE_MAX = 0.1, 0.0, 1.0
+PENALTY_DEGREE = 0.00025  # per control step
+PENALTY_DOWN, PENALTY_UP = 0.15, 0.75  # of the maximum episode length (150 and 750 of 1000 steps)
+EPISODE_AVERAGE_OVER = 1000  # finished episodes in the running mean of episode lengths
 TRACK_SIGMA = 0.25
 FEET_PHASE_SIGMA = 0.008
 CLOSE_FEET = 0.15
@@ -87,18 +97,20 @@ def expected_foot_height(phase: torch.Tensor, swing: float = SWING_HEIGHT) -> to
 class G1WalkFlat(G1TaskBase):
     """See the module docstring; implements `tasks.base.Task`."""
 
-    _STATE = ("last_action", "prev_action", "command", "phase", "gait_freq", "steps")
+    _STATE = ("last_action", "prev_action", "command", "phase", "gait_freq", "steps", "penalty_scale",
+              "mean_episode_length")
 
     def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
-                 randomize: bool = True, reset_noise: bool = True) -> None:
+                 randomize: bool = True, reset_noise: bool = True, penalty_curriculum: bool = True) -> None:
         super().__init__(robot_xml, randomize)
+        self.penalty_curriculum = penalty_curriculum
         steps = round(EPISODE_SECONDS / self.control_dt) if max_episode_steps is None else int(max_episode_steps)
         if steps < 1:
             raise ValueError(f"task.max_episode_steps must be >= 1, got {steps}")
         self.reset_noise = reset_noise
         self.spec = EnvSpec(task=NAME, actor_obs_dim=ACTOR_OBS, critic_obs_dim=CRITIC_OBS,
                             action_dim=g1.NUM_JOINTS, max_episode_steps=steps, control_dt=self.control_dt,
-                            metric_names=("lin_vel_error", "ang_vel_error"))
+                            metric_names=("lin_vel_error", "ang_vel_error", "penalty_scale"))
         self.command_steps = round(COMMAND_SECONDS / self.control_dt)
 
     def bind(self, num_envs: int, device: torch.device) -> None:
@@ -115,6 +127,10 @@ class G1WalkFlat(G1TaskBase):
         self._cmd_lo = torch.tensor(CMD_LO, **f32)
         self._cmd_hi = torch.tensor(CMD_HI, **f32)
         self._zero_root = torch.tensor([0.0, 0.0, g1.ROOT_HEIGHT], **f32)
+        # the penalty curriculum's state (module docstring): device scalars, updated without a sync
+        init = PENALTY_SCALE_INIT if self.penalty_curriculum else 1.0
+        self.penalty_scale = torch.full((), init, **f32)
+        self.mean_episode_length = torch.zeros((), **f32)
 
     # -- command and clock ---------------------------------------------------------------------
     def _draw_commands(self, generator: torch.Generator) -> torch.Tensor:
@@ -153,9 +169,27 @@ class G1WalkFlat(G1TaskBase):
         self.command.copy_(self._masked(mask, cmd, self.command))
         self.phase.copy_(self._masked(mask, phase0, self.phase))
         self.gait_freq.copy_(self._masked(mask, freq, self.gait_freq))
+        self._track_episode_lengths(mask)
         self.steps.masked_fill_(mask, 0)
         self._reset_actions(mask)
         return qpos, qvel
+
+    def _track_episode_lengths(self, ended: torch.Tensor) -> None:
+        """Running mean of the lengths (control steps) of the episodes ending now (none: unchanged)."""
+        count = ended.sum()
+        total = torch.where(ended, self.steps, 0).sum()
+        mean_now = total.float() / count.clamp_min(1).float()
+        w = count.clamp_max(EPISODE_AVERAGE_OVER).float() / EPISODE_AVERAGE_OVER
+        self.mean_episode_length.add_(w * (mean_now - self.mean_episode_length))
+
+    def _update_penalty_scale(self) -> None:
+        if not self.penalty_curriculum:
+            return
+        max_len = float(self.spec.max_episode_steps)
+        avg = self.mean_episode_length
+        factor = torch.where(avg < PENALTY_DOWN * max_len, 1.0 - PENALTY_DEGREE,
+                             torch.where(avg > PENALTY_UP * max_len, 1.0 + PENALTY_DEGREE, 1.0))
+        self.penalty_scale.copy_((self.penalty_scale * factor).clamp(PENALTY_SCALE_MIN, PENALTY_SCALE_MAX))
 
     def apply_action(self, actions: torch.Tensor) -> torch.Tensor:
         # the state this action leads to is one control step later: advance the clock with it
@@ -167,6 +201,7 @@ class G1WalkFlat(G1TaskBase):
         """After rewards and terminations: redraw the command every COMMAND_SECONDS (the next
         observation shows it; the reward just computed used the old one)."""
         assert self._generator is not None, "reset() first"
+        self._update_penalty_scale()
         redraw = (self.steps % self.command_steps) == 0
         # drawn for every env every step, so the random stream never depends on which envs redraw
         self.command.copy_(self._masked(redraw, self._draw_commands(self._generator), self.command))
@@ -224,21 +259,26 @@ class G1WalkFlat(G1TaskBase):
         }
 
     def metrics(self, sim) -> torch.Tensor:
-        """[N, 2]: |command_xy - base velocity_xy| (m/s, heading frame) and |command_yaw - yaw rate| (rad/s),
-        the tracking errors the walking criterion reads (Task/lin_vel_error, Task/ang_vel_error)."""
+        """[N, 3]: |command_xy - base velocity_xy| (m/s, heading frame), |command_yaw - yaw rate| (rad/s)
+        (the tracking errors the walking criterion reads: Task/lin_vel_error, Task/ang_vel_error) and
+        the penalty curriculum's scale (Task/penalty_scale)."""
         qpos, qvel = self._state(sim)
         quat = qpos[:, 3:7]
         v_heading = Q.rotate_inv(Q.yaw_quat(quat), qvel[:, 0:3])
         yaw_rate = Q.rotate(quat, qvel[:, 3:6])[:, 2]
         lin = (self.command[:, :2] - v_heading[:, :2]).norm(dim=1)
-        return torch.stack((lin, (self.command[:, 2] - yaw_rate).abs()), dim=1)
+        return torch.stack((lin, (self.command[:, 2] - yaw_rate).abs(), self.penalty_scale.expand_as(lin)), dim=1)
 
     def reward(self, sim) -> torch.Tensor:
         terms = self.reward_terms(sim)
-        total = torch.zeros_like(terms["alive"])
+        gains = torch.zeros_like(terms["alive"])
+        penalties = torch.zeros_like(gains)
         for name, w in WEIGHTS.items():
-            total = total + (w * self.control_dt) * terms[name]
-        return total
+            if w > 0:
+                gains = gains + (w * self.control_dt) * terms[name]
+            else:
+                penalties = penalties + (w * self.control_dt) * terms[name]
+        return gains + self.penalty_scale * penalties
 
     def terminated(self, sim) -> torch.Tensor:
         qpos, qvel = self._state(sim)
