@@ -13,7 +13,7 @@ from duorl.bench.collector import build_collector_tick
 from duorl.config.errors import ConfigError
 from duorl.config.load import load_config
 from duorl.runtime.replay import ReplayLayout, ReplayRing
-from duorl.runtime.tick import CollectorTick, TickCaptureError
+from duorl.runtime.tick import TickCaptureError
 from tests.conftest import run_duorl
 
 TINY_ALGO = ["algo.actor_hidden_dims=[16,16]", "algo.critic_hidden_dims=[16,16]", "algo.num_atoms=11",

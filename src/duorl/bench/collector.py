@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 
@@ -136,6 +134,7 @@ def main(args: argparse.Namespace) -> int:
     if args.ticks < 1 or args.warmup < 1 or any(n < 1 for n in args.num_envs):
         print("error: --ticks, --warmup and every --num-envs must be >= 1", file=sys.stderr)
         return 2
+    from duorl.bench.report import emit
     from duorl.config.errors import ConfigError
 
     command = "duorl " + " ".join(getattr(args, "argv", None) or sys.argv[1:])
@@ -145,10 +144,5 @@ def main(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n", encoding="utf-8")
+    emit(result, args.out)
     return 0

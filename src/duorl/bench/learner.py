@@ -15,11 +15,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as _dt
-import json
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 # torch and yaml are imported where used: the CLI builds this parser for every command
@@ -223,6 +221,7 @@ def main(args: argparse.Namespace) -> int:
     if args.iters < 1 or args.warmup < 0:
         print("error: --iters must be >= 1 and --warmup >= 0", file=sys.stderr)
         return 2
+    from duorl.bench.report import emit
     from duorl.config.errors import ConfigError
 
     command = "duorl " + " ".join(getattr(args, "argv", None) or sys.argv[1:])
@@ -232,10 +231,5 @@ def main(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n", encoding="utf-8")
+    emit(result, args.out)
     return 0

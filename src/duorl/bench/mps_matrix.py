@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from duorl.bench.report import emit
 from duorl.telemetry.metrics_file import read_metrics
 
 FIELDS = {
@@ -119,8 +120,5 @@ def bench_mps_main(algo: str, task: str, sim: str | None, iterations: int, repea
         return 2
     with tempfile.TemporaryDirectory(prefix="duorl-bench-mps-") as tmp:
         result = run_matrix(spec, Path(tmp))
-    text = json.dumps(result, indent=2)
-    if out:
-        Path(out).write_text(text + "\n")
-    print(text)
+    emit(result, out)
     return 0 if result["arms"]["off"]["completed"] and result["arms"]["mps"]["completed"] else 1
