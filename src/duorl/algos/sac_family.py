@@ -4,12 +4,25 @@ optimizer reload that keeps device learning-rate tensors, and the small learner 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+import copy
+import math
+from typing import Any, Callable, Iterator
 
 import torch
+from torch import nn
 
 from duorl.algos.capture import CycleCaptureMixin
+from duorl.algos.compiling import compile_enabled, maybe_compile
 from duorl.algos.sac.networks import tanh_gaussian_log_prob
+from duorl.algos.sac.normalizer import RunningObsNormalizer
+
+# what an iteration reports from its latest actor update (and repeats when it made none)
+ACTOR_METRICS = ("Loss/actor", "Loss/alpha", "Policy/entropy")
+
+
+def derive_seed(seed: int, stream: int) -> int:
+    """A distinct 63-bit seed per (seed, stream), so init and sampling streams never coincide."""
+    return (seed * 6364136223846793005 + 1442695040888963407 * (stream + 1)) % (2**63)
 
 
 def squash(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -40,6 +53,54 @@ class SACFamilyLearner(CycleCaptureMixin):
     alpha_optimizer: torch.optim.Optimizer
     _target_params: list[torch.Tensor]
     _critic_params: list[torch.Tensor]
+
+    # ------------------------------------------------------------------ shared construction
+
+    def _build_models(self, cfg: Any, spec: Any, device: torch.device | str, seed: int,
+                      build_actor: Callable[[Any, Any], nn.Module], build_critic: Callable[[Any, Any], nn.Module]) -> None:
+        """Config checks, then actor and critic initialised on the CPU from `seed` alone (the same weights
+        on every device and rank; the caller's global RNG is left as it was), their device copies, the
+        frozen target critic, the critic's observation normaliser and the learned temperature."""
+        self.cfg = cfg
+        self.device = torch.device(device)
+        if cfg.policy_frequency < 1:
+            raise ValueError(f"algo.policy_frequency must be >= 1, got {cfg.policy_frequency}")
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed(seed, 0))
+            actor = build_actor(cfg, spec)
+            critic = build_critic(cfg, spec)
+        self.actor = actor.to(self.device)
+        self.critic = critic.to(self.device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        # the critic's normaliser lives here, not in the critic, so Polyak/target copies never see it
+        self.critic_obs_norm = (
+            RunningObsNormalizer(spec.critic_obs_dim).to(self.device) if cfg.obs_normalization else None
+        )
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(cfg.alpha_init), device=self.device))
+        self._actor_params = list(self.actor.parameters())
+        self._critic_params = list(self.critic.parameters())
+        self._target_params = list(self.critic_target.parameters())
+
+    def _finish_build(self, seed: int) -> None:
+        """After the optimizers: gradients that exist from the start and are only ever zeroed in place
+        (their addresses stay fixed for graphs), the sampling generator, the counters, and the compiled
+        views of the networks (CUDA; identity on the CPU: algos/compiling.py)."""
+        for p in self._actor_params + self._critic_params + [self.log_alpha]:
+            p.grad = torch.zeros_like(p)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(derive_seed(seed, 1))
+        self.num_updates = 0  # critic updates so far; drives the actor schedule
+        self.state_generation = 0  # bumped by load_state_dict: captured CUDA graphs are stale
+        self.grad_callbacks: list = []  # called with the parameters after backward, before each step
+        # actor-side metrics of the latest actor update, reported by calls that have none
+        self._last_actor_metrics = {k: torch.zeros((), device=self.device) for k in ACTOR_METRICS}
+        self.compiled = compile_enabled(self.cfg, self.device)
+        self._critic_fn = maybe_compile(self.critic, self.compiled)
+        self._target_fn = maybe_compile(self.critic_target, self.compiled)
+        self._actor_dist = maybe_compile(self.actor.distribution_params, self.compiled)
+        self._squash = maybe_compile(squash, self.compiled)
+
+    # ------------------------------------------------------------------ shared helpers
 
     @torch.no_grad()
     def observe(self, obs_actor: torch.Tensor, obs_critic: torch.Tensor) -> None:

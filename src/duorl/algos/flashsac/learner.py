@@ -22,22 +22,18 @@ fused Adam on CUDA, gradients allocated once and zeroed in place, every random d
 from __future__ import annotations
 
 import contextlib
-import copy
-import math
 from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
-from duorl.algos.sac_family import SACFamilyLearner, load_optimizer, squash
-from duorl.algos.compiling import compile_enabled, maybe_compile
+from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner, load_optimizer
+from duorl.algos.compiling import maybe_compile
 from duorl.algos.flashsac.networks import FlashSACActor, FlashSACCritic, target_entropy_from_std
 from duorl.algos.flashsac.reward_scale import ReturnScale
 from duorl.algos.flashsac.schedule import WarmupCosine
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
-from duorl.algos.sac.learner import derive_seed
-from duorl.algos.sac.normalizer import RunningObsNormalizer
 
 if TYPE_CHECKING:
     from duorl.config.schema import AlgoConfig
@@ -47,7 +43,7 @@ METRIC_KEYS = (
     "Loss/critic", "Loss/actor", "Loss/alpha", "Policy/alpha", "Policy/entropy", "Policy/q_mean",
     "Policy/reward_scale", "Policy/learning_rate",
 )
-_ACTOR_METRICS = ("Loss/actor", "Loss/alpha", "Policy/entropy")
+_ACTOR_METRICS = ACTOR_METRICS
 
 
 def build_actor(cfg: AlgoConfig, spec: EnvSpec) -> FlashSACActor:
@@ -104,32 +100,14 @@ class FlashSACLearner(SACFamilyLearner):
     """FlashSAC learner implementing `duorl.algos.base.Learner` and `duorl.graphs.GraphCapturable`."""
 
     def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
-        self.cfg = cfg
-        self.device = torch.device(device)
-        if cfg.policy_frequency < 1:
-            raise ValueError(f"algo.policy_frequency must be >= 1, got {cfg.policy_frequency}")
-
-        # initialise on CPU from `seed` alone (same weights on every device and rank; global RNG untouched)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(derive_seed(seed, 0))
-            actor = build_actor(cfg, spec)
-            critic = build_critic(cfg, spec)
-        self.actor: FlashSACActor = actor.to(self.device)
-        self.critic = critic.to(self.device)
-        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.critic_obs_norm = (
-            RunningObsNormalizer(spec.critic_obs_dim).to(self.device) if cfg.obs_normalization else None
-        )
+        self._build_models(cfg, spec, device, seed, build_actor, build_critic)
+        self.actor: FlashSACActor
         self.reward_scale = ReturnScale(cfg.gamma, cfg.normalized_return_max).to(self.device)
-        self.log_alpha = nn.Parameter(torch.tensor(math.log(cfg.alpha_init), device=self.device))
         self.target_entropy = target_entropy_from_std(cfg.target_entropy_std, spec.action_dim)
 
         decay = cfg.lr_decay_updates or max(cfg.max_iterations * cfg.updates_per_step, 1)
         self.lr_schedule = WarmupCosine(cfg.lr_warmup_updates, decay, cfg.lr_end_ratio).to(self.device)
 
-        self._actor_params = list(self.actor.parameters())
-        self._critic_params = list(self.critic.parameters())
-        self._target_params = list(self.critic_target.parameters())
         self.actor_optimizer = self._adam(self._actor_params, cfg.actor_lr)
         self.critic_optimizer = self._adam(self._critic_params, cfg.critic_lr)
         self.alpha_optimizer = self._adam([self.log_alpha], cfg.alpha_lr, weight_decay=0.0)
@@ -138,22 +116,7 @@ class FlashSACLearner(SACFamilyLearner):
             (self.critic_optimizer.param_groups[0]["lr"], cfg.critic_lr),
             (self.alpha_optimizer.param_groups[0]["lr"], cfg.alpha_lr),
         ]
-        for p in self._actor_params + self._critic_params + [self.log_alpha]:
-            p.grad = torch.zeros_like(p)
-
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(derive_seed(seed, 1))
-        self.num_updates = 0
-        self.state_generation = 0
-        self.grad_callbacks: list = []
-        self._last_actor_metrics = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
-
-        # compiled views of the networks (CUDA; identity on the CPU): see algos/compiling.py
-        self.compiled = compile_enabled(cfg, self.device)
-        self._critic_fn = maybe_compile(self.critic, self.compiled)
-        self._target_fn = maybe_compile(self.critic_target, self.compiled)
-        self._actor_dist = maybe_compile(self.actor.distribution_params, self.compiled)
-        self._squash = maybe_compile(squash, self.compiled)
+        self._finish_build(seed)
         self._project_actor = maybe_compile(self.actor.project_, self.compiled)
         self._project_critic = maybe_compile(self.critic.project_, self.compiled)
 

@@ -19,19 +19,15 @@ counter in step (+num_updates per replay, minus the capture's own advance).
 from __future__ import annotations
 
 import contextlib
-import copy
-import math
 from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
-from duorl.algos.sac_family import SACFamilyLearner, load_optimizer, squash
-from duorl.algos.compiling import compile_enabled, maybe_compile
+from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner, load_optimizer
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
 from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
-from duorl.algos.sac.normalizer import RunningObsNormalizer
 
 if TYPE_CHECKING:  # envs/ may grow heavy imports (warp, mujoco); only the type is needed here
     from duorl.config.schema import AlgoConfig
@@ -41,7 +37,7 @@ if TYPE_CHECKING:  # envs/ may grow heavy imports (warp, mujoco); only the type 
 # critic targets of high update-to-data training.
 ADAM_BETAS = (0.9, 0.95)
 METRIC_KEYS = ("Loss/critic", "Loss/actor", "Loss/alpha", "Policy/alpha", "Policy/entropy", "Policy/q_mean")
-_ACTOR_METRICS = ("Loss/actor", "Loss/alpha", "Policy/entropy")
+_ACTOR_METRICS = ACTOR_METRICS
 
 
 def build_actor(cfg: AlgoConfig, spec: EnvSpec) -> TanhGaussianActor:
@@ -68,61 +64,18 @@ def build_critic(cfg: AlgoConfig, spec: EnvSpec) -> CategoricalCriticEnsemble:
     )
 
 
-def derive_seed(seed: int, stream: int) -> int:
-    """A distinct 63-bit seed per (seed, stream), so init and sampling streams never coincide."""
-    return (seed * 6364136223846793005 + 1442695040888963407 * (stream + 1)) % (2**63)
-
-
 class SACLearner(SACFamilyLearner):
     """FastSAC learner implementing `duorl.algos.base.Learner` and `duorl.graphs.GraphCapturable`."""
 
     def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
-        self.cfg = cfg
-        self.device = torch.device(device)
-        if cfg.policy_frequency < 1:
-            raise ValueError(f"algo.policy_frequency must be >= 1, got {cfg.policy_frequency}")
-
-        # Initialise on CPU from `seed` alone: the same weights on every device and rank, and the
-        # global RNG is left exactly as the caller had it.
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(derive_seed(seed, 0))
-            actor = build_actor(cfg, spec)
-            critic = build_critic(cfg, spec)
-        self.actor: TanhGaussianActor = actor.to(self.device)
-        self.critic = critic.to(self.device)
-        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        # the critic's normaliser lives here, not in the critic, so Polyak/target copies never see it
-        self.critic_obs_norm = (
-            RunningObsNormalizer(spec.critic_obs_dim).to(self.device) if cfg.obs_normalization else None
-        )
-        self.log_alpha = nn.Parameter(torch.tensor(math.log(cfg.alpha_init), device=self.device))
+        self._build_models(cfg, spec, device, seed, build_actor, build_critic)
+        self.actor: TanhGaussianActor
         self.target_entropy = float(cfg.target_entropy_scale) * spec.action_dim
-
-        self._actor_params = list(self.actor.parameters())
-        self._critic_params = list(self.critic.parameters())
-        self._target_params = list(self.critic_target.parameters())
         self.actor_optimizer = self._adamw(self._actor_params, cfg.actor_lr, cfg.weight_decay)
         self.critic_optimizer = self._adamw(self._critic_params, cfg.critic_lr, cfg.weight_decay)
         # no weight decay on log_alpha: decoupled decay would drag alpha toward 1 regardless of entropy
         self.alpha_optimizer = self._adamw([self.log_alpha], cfg.alpha_lr, 0.0)
-        # gradients exist from the start and are only ever zeroed in place: their addresses stay fixed
-        for p in self._actor_params + self._critic_params + [self.log_alpha]:
-            p.grad = torch.zeros_like(p)
-
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(derive_seed(seed, 1))
-        self.num_updates = 0  # critic updates so far; drives the actor schedule
-        self.state_generation = 0  # bumped by load_state_dict: captured CUDA graphs are stale
-        self.grad_callbacks: list = []  # called with the parameters after backward, before each step
-        # actor-side metrics of the latest actor update, reported by calls that have none
-        self._last_actor_metrics = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
-
-        # compiled views of the networks (CUDA; identity on the CPU): see algos/compiling.py
-        self.compiled = compile_enabled(cfg, self.device)
-        self._critic_fn = maybe_compile(self.critic, self.compiled)
-        self._target_fn = maybe_compile(self.critic_target, self.compiled)
-        self._actor_dist = maybe_compile(self.actor.distribution_params, self.compiled)
-        self._squash = maybe_compile(squash, self.compiled)
+        self._finish_build(seed)
 
     # ------------------------------------------------------------------ construction helpers
 
