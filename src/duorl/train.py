@@ -191,6 +191,7 @@ def train(cfg: Config) -> int:
         env_device,
         derive_seed(tr.seed, "env"),
         tr.nan_guard.enabled,
+        cfg.debug.nan_inject_step,
     )
     actor_factory = functools.partial(make_actor, algo, spec)
     settings = DuoSettings(

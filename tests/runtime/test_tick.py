@@ -133,3 +133,25 @@ def test_tick_has_no_host_sync_ops(task, algo):
     with _HostSyncOps() as spy:
         tick.run(1, 4)
     assert spy.seen == []
+
+
+def test_nan_guard_end_to_end_through_the_collector(tmp_path):
+    """debug.nan_inject_step breaks env 0 at the collector's 6th env step: the run completes, counts the
+    reset (Train/nan_resets), and the collector saves the first offending state once, to the run dir."""
+    run = tmp_path / "run"
+    p = run_duorl(run, "algo.max_iterations=12", "debug.nan_inject_step=5")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((run / "run_summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert summary["nan_first_state"] == "nan_first_state.pt"
+    dump = torch.load(run / "nan_first_state.pt", weights_only=False)
+    assert dump["iteration"] == 5 and int(dump["env_index"]) == 0
+    assert torch.isnan(dump["qvel_before"]).all()  # the broken state the bad step started from
+    assert torch.isfinite(dump["action"]).all()
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["Train/nan_resets"] == 1.0
+
+
+def test_nan_inject_step_refusal():
+    with pytest.raises(ConfigError, match="debug.nan_inject_step"):
+        load_config("sac", "pendulum_swingup", "mujoco", ["debug.nan_inject_step=-2"])

@@ -147,6 +147,9 @@ class DebugConfig:
     learner_delay_ms: float = 0.0
     # every sampled batch checks its rows' tick stamps against the readable window (host sync)
     check_replay_window: bool = False
+    # make env 0's velocities NaN just before the collector's env step with this index (0-based;
+    # -1 = never): drives the NaN guard end to end (Train/nan_resets, nan_first_state.pt)
+    nan_inject_step: int = -1
 
 
 @dataclass

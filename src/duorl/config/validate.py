@@ -48,6 +48,7 @@ _INT_MIN: tuple[tuple[str, int], ...] = (
     ("algo.decay_step", 0),
     ("algo.replay_num_buckets", 1),
     ("sim.nthread", 0),
+    ("debug.nan_inject_step", -1),  # -1 = never
 )
 # (key, lower bound, lower inclusive?) for floats; every float must also be finite.
 _FLOAT_MIN: tuple[tuple[str, float, bool], ...] = (

@@ -67,6 +67,7 @@ def make_vec_env(
     device: str,
     seed: int,
     nan_guard: bool = True,
+    nan_inject_step: int = -1,
 ) -> TaskVecEnv:
     """Build `num_envs` environments of `task_cfg.name` on `sim_cfg.name`, tensors on `device`.
 
@@ -93,4 +94,4 @@ def make_vec_env(
         # contact-rich tasks (the G1) size MuJoCo Warp's contact and constraint buffers
         backend = MjWarpBackend(model, num_envs, task.substeps, dev,
                                 put_data_kwargs=getattr(task, "mjwarp_put_data_kwargs", None))
-    return TaskVecEnv(task, backend, seed=seed, nan_guard=nan_guard)
+    return TaskVecEnv(task, backend, seed=seed, nan_guard=nan_guard, nan_inject_step=nan_inject_step)

@@ -84,7 +84,7 @@ class TaskVecEnv:
     step() into a torch CUDA graph registers it first: `graph.register_generator_state(env.generator)`.
     """
 
-    def __init__(self, task: Task, backend: Backend, seed: int, nan_guard: bool = True) -> None:
+    def __init__(self, task: Task, backend: Backend, seed: int, nan_guard: bool = True, nan_inject_step: int = -1) -> None:
         self.task = task
         self.backend = backend
         self.spec: EnvSpec = task.spec
@@ -118,6 +118,9 @@ class TaskVecEnv:
         self._max_steps = self.spec.max_episode_steps
         # NaN guard evidence: the first env found broken, as it was before its reset (see nan_snapshot)
         self.nan_snapshot = _NanSnapshot(n, backend, self.spec, dev)
+        # debug.nan_inject_step: a test hook that breaks env 0 once, by a device-side comparison (no sync)
+        self._nan_inject_step = int(nan_inject_step)
+        self._steps_taken = torch.zeros((), dtype=torch.int64, device=dev)
         # optional: an object with a `phase(name)` context manager (the collector's PhaseTimer) that
         # times the physics alone; None costs nothing
         self.phase_timer: Any = None
@@ -135,6 +138,10 @@ class TaskVecEnv:
 
     def step(self, actions: torch.Tensor) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         task, sim = self.task, self.backend
+        if self._nan_inject_step >= 0:
+            hit = self._steps_taken == self._nan_inject_step
+            sim.qvel[:1].copy_(torch.where(hit, torch.full_like(sim.qvel[:1], float("nan")), sim.qvel[:1]))
+            self._steps_taken += 1
         if self.nan_guard:
             self.nan_snapshot.before_step(sim)
         ctrl = task.apply_action(actions)
