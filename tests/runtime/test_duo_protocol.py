@@ -8,7 +8,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 import torch
 
 from duorl.runtime.checkpoint import latest_checkpoint, load_checkpoint

@@ -158,13 +158,12 @@ def run_learner_bench(
         graph_result["graph"] = graph.state()
         graph_result["torch_compile"] = bool(getattr(learner, "compiled", False))
         graph.release()
-        del graph, learner
+        del graph
 
     learner, sampler = setup()
     for _ in range(warmup):
         learner.train_iteration(sampler.sample, n)
     eager_ms = _timed(lambda: learner.train_iteration(sampler.sample, n), iters, sync)
-    del learner
 
     result: dict[str, Any] = {
         "command": command,

@@ -162,7 +162,7 @@ def _check_ranges(cfg: Config) -> None:
         raise ConfigError("algo.buffer_size", a.buffer_size,
                           f"must hold at least 2 * training.env_steps_per_sync = {2 * t.env_steps_per_sync} ticks",
                           f">= {2 * t.env_steps_per_sync}",
-                          f"raise algo.buffer_size or lower training.env_steps_per_sync")
+                          "raise algo.buffer_size or lower training.env_steps_per_sync")
     for key in ("algo.actor_hidden_dims", "algo.critic_hidden_dims"):
         dims = _get(cfg, key)
         if not isinstance(dims, (list, tuple)) or not dims or not all(_is_int(d) and d > 0 for d in dims):

@@ -117,7 +117,6 @@ class BodyKinematics:
 
     def __call__(self, qpos: torch.Tensor, qvel: Optional[torch.Tensor] = None) -> Frames:
         qpos = qpos.to(self.dtype)
-        n = qpos.shape[0]
         a = self._root_qpos
         quat = Q.normalize(qpos[:, a + 3 : a + 7])
         R = [Q.to_matrix(quat).unsqueeze(1)]  # per level [N, L, 3, 3]
