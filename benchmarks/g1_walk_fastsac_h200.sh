@@ -4,19 +4,35 @@
 # collector ticks and learner iterations as CUDA graphs. Criterion (issue #3): over the last 100
 # iterations mean episode length >= 80% of the maximum and mean Task/lin_vel_error <= 0.3 m/s.
 # Run on the GPU machine from the repo root, after staging the wheels (../shared/tools/device-wheels.sh):
-#   bash benchmarks/g1_walk_fastsac_h200.sh OUT_DIR [MINUTES]
+#   bash benchmarks/g1_walk_fastsac_h200.sh OUT_DIR [MINUTES]            # train, then collect (one call)
+# A budget longer than one device command (10 min) takes two calls, the second within the warm window:
+#   bash benchmarks/g1_walk_fastsac_h200.sh --start OUT_DIR MINUTES      # train in its own session, return
+#   bash benchmarks/g1_walk_fastsac_h200.sh --collect OUT_DIR            # wait for it, then collect
 set -uo pipefail
+mode=all
+case "${1:-}" in --start) mode=start; shift ;; --collect) mode=collect; shift ;; esac
 out=${1:?OUT_DIR}
 minutes=${2:-9}
 mkdir -p "$out"
 export PYTHONPATH=/tmp/duorl-site:$PWD/src DUORL_G1_XML=/tmp/duorl-site/assets/g1/g1.xml PYTHONUNBUFFERED=1
 run=/tmp/duorl-g1-walk
-rm -rf "$run"
+log=/tmp/duorl-g1-walk.log
 cmd=(python3 -m duorl train --algo sac --task g1_walk_flat --sim mjwarp training.devices=[0]
      training.max_wall_minutes=$minutes training.log_interval=5 training.progress=false training.log_dir=$run)
-echo "+ ${cmd[*]}" > "$out/train.log"
-"${cmd[@]}" >> "$out/train.log" 2>&1
-echo "train rc=$?" >> "$out/train.log"
+if [ "$mode" != collect ]; then
+  rm -rf "$run"
+  echo "+ ${cmd[*]}" > "$log"
+  if [ "$mode" = start ]; then
+    setsid nohup bash -c '"$@" >> '"$log"' 2>&1; echo "train rc=$?" >> '"$log" _ "${cmd[@]}" > /dev/null 2>&1 &
+    echo "started; collect with: bash benchmarks/g1_walk_fastsac_h200.sh --collect OUT_DIR"
+    sleep 560  # keep this call (and so the machine) busy while it trains
+    exit 0
+  fi
+  "${cmd[@]}" >> "$log" 2>&1
+  echo "train rc=$?" >> "$log"
+fi
+while ! grep -q "train rc=" "$log"; do sleep 5; done
+cp "$log" "$out/train.log"
 python3 -m duorl metrics "$run" --last 20 --json > "$out/metrics_last20.json" 2>>"$out/train.log"
 cp "$run/run_summary.json" "$out/run_summary.json"
 gzip -c "$run/metrics.jsonl" > "$out/metrics.jsonl.gz"
@@ -26,7 +42,8 @@ python3 - "$out/metrics_last20.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
 m = m.get("mean", m)
-for k in ("Train/mean_episode_length", "Task/lin_vel_error", "Task/ang_vel_error", "Train/mean_episode_return",
-          "Perf/env_steps_per_s", "Perf/iteration_ms", "Perf/learner_train_ms", "Perf/collector_tick_ms"):
+for k in ("Train/mean_episode_length", "Task/lin_vel_error", "Task/ang_vel_error", "Task/penalty_scale",
+          "Train/mean_episode_return", "Perf/env_steps_per_s", "Perf/iteration_ms", "Perf/learner_train_ms",
+          "Perf/collector_tick_ms"):
     print(k, m.get(k))
 PY
