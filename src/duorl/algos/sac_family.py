@@ -100,7 +100,63 @@ class SACFamilyLearner(CycleCaptureMixin):
         self._actor_dist = maybe_compile(self.actor.distribution_params, self.compiled)
         self._squash = maybe_compile(squash, self.compiled)
 
+    # ------------------------------------------------------------------ checkpoints
+
+    def state_dict(self) -> dict:
+        """Everything needed for a bitwise-identical continuation (tensors alias live state)."""
+        state = {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "critic_obs_norm": self.critic_obs_norm.state_dict() if self.critic_obs_norm is not None else None,
+            "log_alpha": self.log_alpha.detach(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "alpha_optimizer": self.alpha_optimizer.state_dict(),
+            "num_updates": self.num_updates,
+            "generator": self.generator.get_state(),
+            "last_actor_metrics": dict(self._last_actor_metrics),
+        }
+        state.update(self._extra_state())
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore in place (parameter, buffer and gradient addresses kept); captured graphs go stale."""
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        if self.critic_obs_norm is not None:
+            self.critic_obs_norm.load_state_dict(state["critic_obs_norm"])
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+        for opt, key in zip(self.graph_optimizers(), ("actor_optimizer", "critic_optimizer", "alpha_optimizer")):
+            load_optimizer(opt, state[key])
+        self.num_updates = int(state["num_updates"])
+        self.generator.set_state(state["generator"].cpu())
+        for k in ACTOR_METRICS:
+            self._last_actor_metrics[k].copy_(state["last_actor_metrics"][k])
+        self._load_extra_state(state)
+        self.state_generation += 1
+
+    def _extra_state(self) -> dict:
+        """A learner's own entries of state_dict (none here)."""
+        return {}
+
+    def _load_extra_state(self, state: dict) -> None:
+        return None
+
     # ------------------------------------------------------------------ shared helpers
+
+    def _optimizer_step(
+        self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], loss: torch.Tensor, clip: bool = True
+    ) -> None:
+        optimizer.zero_grad(set_to_none=False)
+        loss.backward()
+        self.run_grad_callbacks(params)
+        if clip and self.cfg.max_grad_norm > 0:
+            # clip_grad_norm_ scales by a device tensor: no host sync
+            nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
+        optimizer.step()
 
     @torch.no_grad()
     def observe(self, obs_actor: torch.Tensor, obs_critic: torch.Tensor) -> None:

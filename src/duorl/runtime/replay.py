@@ -106,26 +106,23 @@ class ReplayRing:
         terminated: torch.Tensor,
         truncated: torch.Tensor | None = None,
     ) -> None:
-        """Store one tick of transitions (no host sync). `tick` may be a 0-d int64 device tensor: the
-        row is then chosen on the device, so the write can sit inside a captured collector tick."""
+        """Store one tick of transitions. The collector passes `tick` as a 0-d int64 device tensor: the
+        row is chosen on the device (no host sync), so the write can sit inside a captured tick. An int
+        is accepted too (tests; on CUDA it costs a host-to-device copy)."""
         t = self.t
         if truncated is None:
             truncated = torch.zeros_like(reward)
+        if not isinstance(tick, torch.Tensor):
+            tick = torch.tensor(tick, dtype=torch.int64, device=t["tick"].device)
         values = {
             "obs_actor": obs["actor"], "obs_critic": obs["critic"], "action": action, "reward": reward,
             "next_obs_actor": next_obs["actor"], "next_obs_critic": next_obs["critic"],
             "terminated": terminated, "truncated": truncated,
         }
-        if isinstance(tick, torch.Tensor):
-            row = (tick % self.capacity).view(1)
-            for key, v in values.items():
-                t[key].index_copy_(0, row, v.to(t[key].dtype).unsqueeze(0))
-            t["tick"].index_copy_(0, row, tick.view(1))
-            return
-        row_i = tick % self.capacity
+        row = (tick % self.capacity).view(1)
         for key, v in values.items():
-            t[key][row_i].copy_(v)
-        t["tick"][row_i].fill_(tick)
+            t[key].index_copy_(0, row, v.to(t[key].dtype).unsqueeze(0))
+        t["tick"].index_copy_(0, row, tick.view(1))
 
     def ticks_obs(self, lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Observations of ticks [lo, hi) flattened to [(hi-lo)*N, dim] (for normaliser updates)."""

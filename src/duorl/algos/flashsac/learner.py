@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
-from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner, load_optimizer
+from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner
 from duorl.algos.compiling import maybe_compile
 from duorl.algos.flashsac.networks import FlashSACActor, FlashSACCritic, target_entropy_from_std
 from duorl.algos.flashsac.reward_scale import ReturnScale
@@ -186,45 +186,15 @@ class FlashSACLearner(SACFamilyLearner):
         metrics["Policy/learning_rate"] = (lr_factor * self.cfg.critic_lr).float()
         return {k: metrics[k] for k in METRIC_KEYS}
 
-    def state_dict(self) -> dict:
-        """Everything needed for a bitwise-identical continuation (tensors alias live state)."""
-        return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "critic_target": self.critic_target.state_dict(),
-            "critic_obs_norm": self.critic_obs_norm.state_dict() if self.critic_obs_norm is not None else None,
-            "reward_scale": self.reward_scale.state_dict(),
-            "lr_schedule": self.lr_schedule.state_dict(),
-            "log_alpha": self.log_alpha.detach(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "alpha_optimizer": self.alpha_optimizer.state_dict(),
-            "num_updates": self.num_updates,
-            "generator": self.generator.get_state(),
-            "last_actor_metrics": dict(self._last_actor_metrics),
-        }
+    def _extra_state(self) -> dict:
+        return {"reward_scale": self.reward_scale.state_dict(), "lr_schedule": self.lr_schedule.state_dict()}
 
-    def load_state_dict(self, state: dict) -> None:
-        """Restore in place (parameter, buffer and gradient addresses kept); captured graphs go stale."""
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.critic_target.load_state_dict(state["critic_target"])
-        if self.critic_obs_norm is not None:
-            self.critic_obs_norm.load_state_dict(state["critic_obs_norm"])
+    def _load_extra_state(self, state: dict) -> None:
         rs = state["reward_scale"]
         if self.reward_scale.returns.shape != rs["returns"].shape:
             self.reward_scale.returns = torch.zeros(rs["returns"].shape, device=self.device)
         self.reward_scale.load_state_dict(rs)
         self.lr_schedule.load_state_dict(state["lr_schedule"])
-        with torch.no_grad():
-            self.log_alpha.copy_(state["log_alpha"])
-        for opt, key in zip(self.graph_optimizers(), ("actor_optimizer", "critic_optimizer", "alpha_optimizer")):
-            load_optimizer(opt, state[key])
-        self.num_updates = int(state["num_updates"])
-        self.generator.set_state(state["generator"].cpu())
-        for k in _ACTOR_METRICS:
-            self._last_actor_metrics[k].copy_(state["last_actor_metrics"][k])
-        self.state_generation += 1
 
     # ------------------------------------------------------------------ one update
 
@@ -237,14 +207,6 @@ class FlashSACLearner(SACFamilyLearner):
         mean, log_std = self._actor_dist(obs_actor, training)
         noise = torch.randn(mean.shape, generator=self.generator, device=mean.device, dtype=mean.dtype)
         return self._squash(mean, log_std, noise)
-
-    def _optimizer_step(self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], loss: torch.Tensor) -> None:
-        optimizer.zero_grad(set_to_none=False)
-        loss.backward()
-        self.run_grad_callbacks(params)
-        if self.cfg.max_grad_norm > 0:
-            nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
-        optimizer.step()
 
     def _update_actor_and_alpha(
         self, batch: Batch, obs_critic: torch.Tensor

@@ -15,6 +15,7 @@ from torch import nn
 from duorl.algos.flashsac.layers import Trunk, UnitLinear, project_unit_norm
 from duorl.algos.flashsac.noise import HeldNoise
 from duorl.algos.sac.networks import tanh_gaussian_log_prob
+from duorl.algos.sac.networks import CategoricalSupportMixin
 from duorl.algos.sac.normalizer import RunningObsNormalizer
 
 
@@ -90,7 +91,7 @@ class FlashSACActor(nn.Module):
         project_unit_norm(self)
 
 
-class FlashSACCritic(nn.Module):
+class FlashSACCritic(CategoricalSupportMixin, nn.Module):
     """`num_members` categorical critics Z_i(s, a) on support linspace(v_min, v_max, num_atoms).
 
     One batched network ([members, B, d] everywhere). Observations must be normalised already if the
@@ -114,17 +115,13 @@ class FlashSACCritic(nn.Module):
         self.trunk = Trunk(obs_dim + action_dim, hidden_dim, num_blocks, expansion, members=num_members)
         self.head = UnitLinear(hidden_dim, num_atoms, members=num_members)
         self.head_bias = nn.Parameter(torch.zeros(num_members, num_atoms))
-        self.v_min, self.v_max = float(v_min), float(v_max)
-        self.register_buffer("support", torch.linspace(v_min, v_max, num_atoms))
+        self._init_support(v_min, v_max, num_atoms)
 
     def forward(self, obs_critic: torch.Tensor, action: torch.Tensor, training: bool) -> torch.Tensor:
         """Logits [members, B, num_atoms] (float32)."""
         x = torch.cat([obs_critic, action.to(obs_critic.dtype)], dim=-1)
         h = self.trunk(x.unsqueeze(0).expand(self.num_members, -1, -1), training)
         return self.head(h).float() + self.head_bias.unsqueeze(1)
-
-    def expected_value(self, probs: torch.Tensor) -> torch.Tensor:
-        return (probs * self.support).sum(-1)
 
     def project_(self) -> None:
         project_unit_norm(self)

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
-from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner, load_optimizer
+from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
 from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
 
@@ -132,40 +132,6 @@ class SACLearner(SACFamilyLearner):
         metrics["Policy/alpha"] = self.log_alpha.detach().exp()
         return {k: metrics[k] for k in METRIC_KEYS}
 
-    def state_dict(self) -> dict:
-        """Everything needed for a bitwise-identical continuation (tensors alias live state)."""
-        return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "critic_target": self.critic_target.state_dict(),
-            "critic_obs_norm": self.critic_obs_norm.state_dict() if self.critic_obs_norm is not None else None,
-            "log_alpha": self.log_alpha.detach(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "alpha_optimizer": self.alpha_optimizer.state_dict(),
-            "num_updates": self.num_updates,
-            "generator": self.generator.get_state(),
-            "last_actor_metrics": dict(self._last_actor_metrics),
-        }
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore in place (parameter, buffer and gradient addresses are kept)."""
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.critic_target.load_state_dict(state["critic_target"])
-        if self.critic_obs_norm is not None:
-            self.critic_obs_norm.load_state_dict(state["critic_obs_norm"])
-        with torch.no_grad():
-            self.log_alpha.copy_(state["log_alpha"])
-        load_optimizer(self.actor_optimizer, state["actor_optimizer"])
-        load_optimizer(self.critic_optimizer, state["critic_optimizer"])
-        load_optimizer(self.alpha_optimizer, state["alpha_optimizer"])
-        self.num_updates = int(state["num_updates"])
-        self.generator.set_state(state["generator"].cpu())
-        for k in _ACTOR_METRICS:
-            self._last_actor_metrics[k].copy_(state["last_actor_metrics"][k])
-        self.state_generation += 1
-
     # ------------------------------------------------------------------ one update
 
     def _actor_due(self) -> bool:
@@ -177,17 +143,6 @@ class SACLearner(SACFamilyLearner):
         mean, log_std = self._actor_dist(obs_actor)
         noise = torch.randn(mean.shape, generator=self.generator, device=mean.device, dtype=mean.dtype)
         return self._squash(mean, log_std, noise)
-
-    def _optimizer_step(
-        self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], loss: torch.Tensor, clip: bool = True
-    ) -> None:
-        optimizer.zero_grad(set_to_none=False)
-        loss.backward()
-        self.run_grad_callbacks(params)
-        if clip and self.cfg.max_grad_norm > 0:
-            # clip_grad_norm_ scales by a device tensor: no host sync
-            nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
-        optimizer.step()
 
     def _update_critic(
         self, batch: Batch, obs_critic: torch.Tensor, next_obs_critic: torch.Tensor

@@ -134,7 +134,22 @@ class EnsembleLayerNorm(nn.Module):
         return torch.addcmul(self.bias.unsqueeze(1), y, self.weight.unsqueeze(1))
 
 
-class CategoricalCriticEnsemble(nn.Module):
+class CategoricalSupportMixin:
+    """The fixed return support of a categorical critic and the expectation over it (shared by the
+    SAC and FlashSAC critics)."""
+
+    support: torch.Tensor
+
+    def _init_support(self, v_min: float, v_max: float, num_atoms: int) -> None:
+        self.v_min, self.v_max = float(v_min), float(v_max)
+        self.register_buffer("support", torch.linspace(v_min, v_max, num_atoms))  # type: ignore[attr-defined]
+
+    def expected_value(self, probs: torch.Tensor) -> torch.Tensor:
+        """E[Z] for probabilities [..., num_atoms] -> [...]."""
+        return (probs * self.support).sum(-1)
+
+
+class CategoricalCriticEnsemble(CategoricalSupportMixin, nn.Module):
     """`num_members` C51 critics Z_i(s, a) on support linspace(v_min, v_max, num_atoms).
 
     The members are independent networks stored as stacked weights, so twin critics cost one batched
@@ -161,15 +176,9 @@ class CategoricalCriticEnsemble(nn.Module):
             in_dim = width
         layers.append(EnsembleLinear(num_members, in_dim, num_atoms))
         self.net = nn.Sequential(*layers)
-        self.v_min = float(v_min)
-        self.v_max = float(v_max)
-        self.register_buffer("support", torch.linspace(v_min, v_max, num_atoms))
+        self._init_support(v_min, v_max, num_atoms)
 
     def forward(self, obs_critic: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """Logits [num_members, B, num_atoms]."""
         x = torch.cat([obs_critic, action.to(obs_critic.dtype)], dim=-1)
         return self.net(x.unsqueeze(0).expand(self.num_members, -1, -1))
-
-    def expected_value(self, probs: torch.Tensor) -> torch.Tensor:
-        """E[Z] for probabilities [..., num_atoms] -> [...]."""
-        return (probs * self.support).sum(-1)
