@@ -125,11 +125,6 @@ class CollectorTick:
     def captured(self) -> bool:
         return self.graph is not None
 
-    def set_obs(self, obs: dict[str, torch.Tensor]) -> None:
-        """Replace the observation the next tick acts on (resume), in place."""
-        for k, v in obs.items():
-            self.obs[k].copy_(v)
-
     def begin_iteration(self, first_tick: int) -> None:
         self.tick.fill_(first_tick)
         self.sums.zero_()
