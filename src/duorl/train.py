@@ -19,7 +19,7 @@ import torch
 
 from duorl.config.load import config_hash, config_to_dict
 from duorl.config.schema import Config
-from duorl.config.validate import resolve_device
+from duorl.config.validate import env_device_type, resolve_device, tick_compile_enabled, tick_graph_enabled
 from duorl.mps.probe import MpsEvidence
 from duorl.mps.probe import MpsUnavailable as MpsUnavailableError
 
@@ -38,13 +38,6 @@ def graph_enabled(cfg: Config, device: torch.device) -> bool:
     if configured is None:
         return device.type == "cuda" and not cfg.debug.check_replay_window
     return bool(configured) and device.type == "cuda"
-
-
-def tick_graph_enabled(cfg: Config, env_device: str) -> bool:
-    """sim.tick_cuda_graph resolved: null = on when the envs step on CUDA; true was validated."""
-    configured = cfg.sim.tick_cuda_graph
-    on_cuda = torch.device(env_device).type == "cuda"
-    return on_cuda if configured is None else bool(configured) and on_cuda
 
 
 def replay_age_bias(algo: Any) -> Any:
@@ -182,7 +175,9 @@ def train(cfg: Config) -> int:
         note = "" if resume_state.replay is not None else " (replay not in the checkpoint: refilling it first)"
         print(f"duorl: resuming {ckpt_path} at iteration {resume_state.iteration}{note}", flush=True)
     # the env runs where its backend runs: mujoco on CPU threads, mjwarp on the duo's device
-    env_device = str(device) if cfg.sim.name == "mjwarp" else "cpu"
+    env_device = str(device) if env_device_type(cfg) != "cpu" else "cpu"
+    tick_graph = tick_graph_enabled(cfg, env_device)
+    tick_compile = tick_compile_enabled(cfg, env_device, tick_graph)
     env_factory = functools.partial(
         make_vec_env,
         cfg.task,
@@ -192,6 +187,7 @@ def train(cfg: Config) -> int:
         derive_seed(tr.seed, "env"),
         tr.nan_guard.enabled,
         cfg.debug.nan_inject_step,
+        compile=tick_compile,
     )
     actor_factory = functools.partial(make_actor, algo, spec)
     settings = DuoSettings(
@@ -215,7 +211,7 @@ def train(cfg: Config) -> int:
         checkpoint_replay=tr.checkpoint_replay,
         whole_cycle_cuda_graph=graph_enabled(cfg, device),
         replay_age_bias=replay_age_bias(algo),
-        tick_cuda_graph=tick_graph_enabled(cfg, env_device),
+        tick_cuda_graph=tick_graph,
         max_wall_s=tr.max_wall_minutes * 60.0 if tr.max_wall_minutes is not None else None,
     )
     (run_dir / "checkpoints").mkdir(exist_ok=True)
@@ -240,6 +236,8 @@ def train(cfg: Config) -> int:
                 "configured": cfg.sim.tick_cuda_graph,
                 "enabled": settings.tick_cuda_graph,
                 "active": False,
+                # sim.tick_compile: the step's tensor code compiled into fused kernels
+                "compiled": {"configured": cfg.sim.tick_compile, "enabled": tick_compile},
             },
             "max_wall_minutes": tr.max_wall_minutes,
             "cuda_process_sharing": {"configured": tr.cuda_process_sharing, "effective": None},

@@ -82,6 +82,28 @@ def test_tick_graph_config_refusals(value, match):
     assert "sim.tick_cuda_graph" in str(e.value)
 
 
+@pytest.mark.parametrize("value,match", [("true", "CUDA device"), ("maybe", "bool or null")])
+def test_tick_compile_config_refusals(value, match):
+    with pytest.raises(ConfigError, match=match) as e:
+        load_config("sac", "pendulum_swingup", "mujoco", [f"sim.tick_compile={value}"])
+    assert "sim.tick_compile" in str(e.value)
+
+
+@pytest.mark.parametrize("configured,env_device,graph,expected", [
+    (None, "cuda:0", True, True),   # automatic: with the tick graph
+    (None, "cuda:0", False, False),  # sim.tick_cuda_graph=false: eager ticks stay plain
+    (None, "cpu", False, False),
+    (True, "cuda:0", False, True),  # explicit: compiled eager ticks
+    (False, "cuda:0", True, False),
+])
+def test_tick_compile_resolution(configured, env_device, graph, expected):
+    from duorl.config.validate import tick_compile_enabled
+
+    cfg = load_config("sac", "pendulum_swingup", "mujoco", [])
+    cfg.sim.tick_compile = configured
+    assert tick_compile_enabled(cfg, env_device, graph) is expected
+
+
 @pytest.mark.parametrize("value", ["0", "-3", "soon"])
 def test_wall_minutes_refusals(value):
     with pytest.raises(ConfigError, match="training.max_wall_minutes"):
@@ -101,7 +123,8 @@ def test_wall_limit_ends_a_run_as_completed_with_a_checkpoint(tmp_path):
     assert (run / "checkpoints" / "latest.json").is_file()
     # the collector on the CPU ticks eagerly, and the manifest says so
     tick = summary["runtime_manifest"]["collector_tick_cuda_graph"]
-    assert tick == {"configured": None, "enabled": False, "active": False}
+    assert tick == {"configured": None, "enabled": False, "active": False,
+                    "compiled": {"configured": None, "enabled": False}}
 
 
 class _HostSyncOps(TorchDispatchMode):

@@ -14,10 +14,11 @@ pytestmark = pytest.mark.cuda
 SMALL = ["algo.actor_hidden_dims=[64,64]", "algo.critic_hidden_dims=[64,64]", "algo.num_atoms=11"]
 
 
-def _pair(algo: str, task: str, n: int, *extra: str):
+def _pair(algo: str, task: str, n: int, *extra: str, compile: bool = False):
+    """A plain eager tick and a captured one (its env's tensor code compiled when `compile`)."""
     cfg = load_config(algo, task, "mjwarp", [*SMALL, "training.devices=[0]", *extra])
     eager = build_collector_tick(cfg, n, "cuda", cuda_graph=False, seed=3)
-    graphed = build_collector_tick(cfg, n, "cuda", cuda_graph=True, seed=3)
+    graphed = build_collector_tick(cfg, n, "cuda", cuda_graph=True, seed=3, compile=compile)
     return eager, graphed
 
 
@@ -59,8 +60,21 @@ def test_graph_tick_equals_eager_tick_g1_walk():
     assert torch.isfinite(graphed.ring.t["obs_actor"]).all()
 
 
+@pytest.mark.parametrize("task", ["g1_walk_flat", "g1_motion_tracking"])
+def test_compiled_graph_tick_equals_plain_eager_tick_g1(task):
+    """sim.tick_compile: the fused kernels inside the captured tick compute what the plain eager ops
+    compute (to float rounding, over an episode end with its auto-reset)."""
+    eager, graphed = _pair("sac", task, 128, "task.max_episode_steps=5", compile=True)
+    assert graphed.env.compiled and not eager.env.compiled
+    eager.run(0, 12)
+    graphed.run(0, 12)
+    torch.cuda.synchronize()
+    assert graphed.captured
+    _assert_same(eager, graphed, exact=False)
+
+
 def test_replayed_ticks_do_not_sync_with_the_host():
-    _, graphed = _pair("sac", "g1_walk_flat", 64)
+    _, graphed = _pair("sac", "g1_walk_flat", 64, compile=True)
     graphed.run(0, 2)  # eager first tick and capture
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
@@ -77,6 +91,7 @@ def test_a_cuda_run_replays_captured_ticks_and_says_so(tmp_path):
     p = run_duorl(run, "training.devices=[0]", "algo.max_iterations=30", "training.num_envs=64", sim="mjwarp")
     assert p.returncode == 0, p.stderr
     summary = json.loads((run / "run_summary.json").read_text())
-    assert summary["runtime_manifest"]["collector_tick_cuda_graph"] == {"configured": None, "enabled": True, "active": True}
+    assert summary["runtime_manifest"]["collector_tick_cuda_graph"] == {
+        "configured": None, "enabled": True, "active": True, "compiled": {"configured": None, "enabled": True}}
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert any("Perf/collector_tick_ms" in r for r in rows)

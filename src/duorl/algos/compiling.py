@@ -9,25 +9,16 @@ eager call (the graph's warm-up), never inside a capture. The CPU path stays eag
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 import torch
 
-F = TypeVar("F", bound=Callable[..., Any])
+from duorl.compiling import maybe_compile
+
+__all__ = ["compile_enabled", "maybe_compile"]
 
 
 def compile_enabled(cfg: Any, device: torch.device) -> bool:
     """algo.algo_params.torch_compile resolved for a learner on `device` (null = on with CUDA)."""
     setting = cfg.algo_params.torch_compile
     return device.type == "cuda" and setting is not False
-
-
-def maybe_compile(fn: F, enabled: bool) -> F:
-    if not enabled:
-        return fn
-    import torch._dynamo
-
-    # every learner instance, batch shape, and train/eval or frozen/unfrozen call of a network is a
-    # variant: keep them all compiled rather than silently falling back to eager at the default 8
-    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
-    return torch.compile(fn, dynamic=False)  # type: ignore[return-value]

@@ -19,8 +19,9 @@ from typing import Any
 
 
 def build_collector_tick(cfg: Any, num_envs: int, device: str, cuda_graph: bool, seed: int = 0,
-                         replay_ticks: int = 16) -> Any:
-    """A CollectorTick as the collector builds it (runtime/collector.py), for `cfg`'s task and algo."""
+                         replay_ticks: int = 16, compile: bool = False) -> Any:
+    """A CollectorTick as the collector builds it (runtime/collector.py), for `cfg`'s task and algo;
+    `compile`: the env's step tensor code compiled (sim.tick_compile resolved)."""
     import torch
 
     from duorl.algos.registry import make_actor
@@ -32,7 +33,7 @@ def build_collector_tick(cfg: Any, num_envs: int, device: str, cuda_graph: bool,
     if dev.type == "cuda" and dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
     env = make_vec_env(cfg.task, cfg.sim, num_envs, str(dev) if cfg.sim.name == "mjwarp" else "cpu", seed,
-                       nan_guard=cfg.training.nan_guard.enabled)
+                       nan_guard=cfg.training.nan_guard.enabled, compile=compile)
     spec = env.spec
     actor = make_actor(cfg.algo, spec, dev)
     actor.eval()
@@ -75,7 +76,7 @@ def run_collector_bench(algo: str, task: str, sim: str | None, num_envs: list[in
     import torch
 
     from duorl.config.load import load_config
-    from duorl.config.validate import env_device_type
+    from duorl.config.validate import env_device_type, tick_compile_enabled
 
     cfg = load_config(algo, task, sim, list(overrides or []))
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -86,9 +87,11 @@ def run_collector_bench(algo: str, task: str, sim: str | None, num_envs: list[in
         for mode in modes:
             if mode == "graph" and not on_cuda:
                 continue  # CUDA graphs need the envs on a GPU (mjwarp); the CPU has eager ticks only
-            tick = build_collector_tick(cfg, n, dev, cuda_graph=(mode == "graph"))
+            graph = mode == "graph"
+            compiled = tick_compile_enabled(cfg, dev if on_cuda else "cpu", graph)
+            tick = build_collector_tick(cfg, n, dev, cuda_graph=graph, compile=compiled)
             substeps = getattr(tick.env.task, "substeps", None)
-            runs.append({"mode": mode, **_measure(tick, warmup, ticks)})
+            runs.append({"mode": mode, "compiled": compiled, **_measure(tick, warmup, ticks)})
             tick.release()
             del tick
             if torch.cuda.is_available():

@@ -137,6 +137,9 @@ class SimConfig:
     # graph: null = automatic (on when the envs run on CUDA: mjwarp on a GPU), true = required (an
     # error otherwise), false = eager ticks
     tick_cuda_graph: Optional[bool] = None
+    # torch.compile the tensor code of an env step (observations, rewards, terminations, resets) into
+    # a few fused kernels: null = automatic (on with the tick graph), true = on (CUDA envs), false = off
+    tick_compile: Optional[bool] = None
 
 
 @dataclass

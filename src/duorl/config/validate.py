@@ -223,6 +223,7 @@ def validate(cfg: Config) -> Config:
     _check_devices(cfg)
     _check_graph(cfg)
     _check_tick_graph(cfg)
+    _check_tick_compile(cfg)
     _check_wall_minutes(cfg)
     return cfg
 
@@ -262,6 +263,34 @@ def _check_tick_graph(cfg: Config) -> None:
         raise ConfigError(key, True, f"needs the envs on a CUDA device, and this run's envs run on the cpu "
                           f"(sim.name={cfg.sim.name}, devices resolve to {resolve_device(cfg)})", allowed,
                           f"remove the key (automatic) or set {key}=false; or use --sim mjwarp on a GPU")
+
+
+def _check_tick_compile(cfg: Config) -> None:
+    """sim.tick_compile: null = with the tick graph, true = on (CUDA envs), false = off."""
+    key, v = "sim.tick_compile", cfg.sim.tick_compile
+    allowed = "null (automatic: on with the tick graph), true (compile), false (plain eager tensor code)"
+    if v is not None and not isinstance(v, bool):
+        raise ConfigError(key, v, "not a boolean or null", allowed, f"remove the key or set {key}=false")
+    if v is True and env_device_type(cfg) != "cuda":
+        raise ConfigError(key, True, f"compiles for envs on a CUDA device, and this run's envs run on the cpu "
+                          f"(sim.name={cfg.sim.name}, devices resolve to {resolve_device(cfg)})", allowed,
+                          f"remove the key (automatic) or set {key}=false; or use --sim mjwarp on a GPU")
+
+
+def tick_graph_enabled(cfg: Config, env_device: str) -> bool:
+    """sim.tick_cuda_graph resolved for envs on `env_device`: null = on when they step on CUDA."""
+    configured = cfg.sim.tick_cuda_graph
+    on_cuda = env_device.split(":")[0] == "cuda"
+    return on_cuda if configured is None else bool(configured) and on_cuda
+
+
+def tick_compile_enabled(cfg: Config, env_device: str, tick_graph: bool) -> bool:
+    """sim.tick_compile resolved for envs on `env_device`: null = on exactly when the tick is a graph
+    (`tick_graph`, resolved), where fusing pays; true = on for CUDA envs."""
+    configured = cfg.sim.tick_compile
+    if configured is None:
+        return bool(tick_graph)
+    return bool(configured) and env_device.split(":")[0] == "cuda"
 
 
 def _check_wall_minutes(cfg: Config) -> None:

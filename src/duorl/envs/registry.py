@@ -68,11 +68,13 @@ def make_vec_env(
     seed: int,
     nan_guard: bool = True,
     nan_inject_step: int = -1,
+    compile: bool = False,
 ) -> TaskVecEnv:
     """Build `num_envs` environments of `task_cfg.name` on `sim_cfg.name`, tensors on `device`.
 
     The mujoco backend runs on CPU threads and so needs device 'cpu'; mjwarp takes 'cuda[:i]' or
-    'cpu' (warp's CPU device, slow, for tests).
+    'cpu' (warp's CPU device, slow, for tests). `compile`: torch.compile the step's tensor code
+    (config.validate.tick_compile_enabled resolves sim.tick_compile).
     """
     _check("sim.name", sim_cfg.name, SIMS)
     task = make_task(task_cfg)
@@ -94,4 +96,4 @@ def make_vec_env(
         # contact-rich tasks (the G1) size MuJoCo Warp's contact and constraint buffers
         backend = MjWarpBackend(model, num_envs, task.substeps, dev,
                                 put_data_kwargs=getattr(task, "mjwarp_put_data_kwargs", None))
-    return TaskVecEnv(task, backend, seed=seed, nan_guard=nan_guard, nan_inject_step=nan_inject_step)
+    return TaskVecEnv(task, backend, seed=seed, nan_guard=nan_guard, nan_inject_step=nan_inject_step, compile=compile)

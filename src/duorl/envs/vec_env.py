@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from duorl.compiling import maybe_compile
 from duorl.envs.backends.base import Backend
 from duorl.envs.base import EnvSpec, Obs
 from duorl.envs.tasks.base import Task
@@ -84,7 +85,8 @@ class TaskVecEnv:
     step() into a torch CUDA graph registers it first: `graph.register_generator_state(env.generator)`.
     """
 
-    def __init__(self, task: Task, backend: Backend, seed: int, nan_guard: bool = True, nan_inject_step: int = -1) -> None:
+    def __init__(self, task: Task, backend: Backend, seed: int, nan_guard: bool = True, nan_inject_step: int = -1,
+                 compile: bool = False) -> None:
         self.task = task
         self.backend = backend
         self.spec: EnvSpec = task.spec
@@ -124,6 +126,13 @@ class TaskVecEnv:
         # optional: an object with a `phase(name)` context manager (the collector's PhaseTimer) that
         # times the physics alone; None costs nothing
         self.phase_timer: Any = None
+        # sim.tick_compile: the tensor code around the physics, compiled into a few fused kernels
+        # (the task's rewards, observations and resets are hundreds of small ops per step, which a
+        # captured tick would replay one by one). Random draws from `generator` stay eager between
+        # the compiled pieces, so the random stream is the same either way.
+        self.compiled = bool(compile)
+        self._before_physics = maybe_compile(self._before_physics_eager, self.compiled)
+        self._after_physics = maybe_compile(self._after_physics_eager, self.compiled)
 
     def _reset_where(self, mask: torch.Tensor) -> None:
         qpos, qvel = self.task.reset(mask, self.generator)
@@ -137,20 +146,29 @@ class TaskVecEnv:
         return self.task.observe(self.backend)
 
     def step(self, actions: torch.Tensor) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        task, sim = self.task, self.backend
+        ctrl = self._before_physics(actions)
+        if self.phase_timer is None:
+            self.backend.step(ctrl)
+        else:
+            with self.phase_timer.phase("collector_backend_step_ms"):
+                self.backend.step(ctrl)
+        return self._after_physics(actions)
+
+    def _before_physics_eager(self, actions: torch.Tensor) -> torch.Tensor:
+        """The task's action transform (and the NaN hooks' bookkeeping): the controls to simulate."""
+        sim = self.backend
         if self._nan_inject_step >= 0:
             hit = self._steps_taken == self._nan_inject_step
             sim.qvel[:1].copy_(torch.where(hit, torch.full_like(sim.qvel[:1], float("nan")), sim.qvel[:1]))
             self._steps_taken += 1
         if self.nan_guard:
             self.nan_snapshot.before_step(sim)
-        ctrl = task.apply_action(actions)
-        if self.phase_timer is None:
-            sim.step(ctrl)
-        else:
-            with self.phase_timer.phase("collector_backend_step_ms"):
-                sim.step(ctrl)
+        return self.task.apply_action(actions)
 
+    def _after_physics_eager(self, actions: torch.Tensor) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Rewards, terminations, the NaN guard, episode bookkeeping and auto-reset of the state the
+        physics just reached."""
+        task, sim = self.task, self.backend
         # before advance(): a task may redraw what the metrics compare against (a walking command)
         metrics = self._metrics(sim).float().mean(dim=0) if self._metrics is not None else None
         if self._evaluate is not None:  # one pass for all three (shared kinematics)

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
+from duorl.compiling import maybe_compile
 from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
 from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
@@ -76,6 +77,8 @@ class SACLearner(SACFamilyLearner):
         # no weight decay on log_alpha: decoupled decay would drag alpha toward 1 regardless of entropy
         self.alpha_optimizer = self._adamw([self.log_alpha], cfg.alpha_lr, 0.0)
         self._finish_build(seed)
+        self._critic_target = maybe_compile(self._critic_target_eager, self.compiled)
+        self._critic_loss = maybe_compile(self._critic_loss_eager, self.compiled)
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -147,33 +150,41 @@ class SACLearner(SACFamilyLearner):
     def _update_critic(
         self, batch: Batch, obs_critic: torch.Tensor, next_obs_critic: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        support = self.critic.support
         with torch.no_grad():
             with self._autocast():
                 next_action, next_log_prob = self._sample(batch.next_obs_actor)
-                target_logits = self._target_fn(next_obs_critic, next_action)
-            alpha = self.log_alpha.exp()
-            atoms = soft_target_atoms(
-                support,
-                batch.reward,
-                self.cfg.gamma * (1.0 - batch.terminated),
-                alpha * next_log_prob,
-            )
-            projected = categorical_projection(target_logits.float().softmax(-1), atoms, self.cfg.v_min, self.cfg.v_max)
-            # Clipped double-Q for distributions: per sample, keep the whole projected distribution of
-            # the member with the smaller mean (FastTD3's CDQ). Choosing (not averaging) keeps a valid
-            # distribution that is pessimistic in expectation; a mixture would only halve the bias.
-            target_value = self.critic.expected_value(projected)
-            target = torch.where((target_value[0] <= target_value[1]).unsqueeze(-1), projected[0], projected[1])
+            target = self._critic_target(next_obs_critic, next_action, next_log_prob, batch.reward, batch.terminated)
+        loss, q_mean = self._critic_loss(obs_critic, batch.action, target)
+        self._optimizer_step(self.critic_optimizer, self._critic_params, loss)
+        return loss.detach(), q_mean
 
+    @torch.no_grad()
+    def _critic_target_eager(self, next_obs_critic: torch.Tensor, next_action: torch.Tensor,
+                             next_log_prob: torch.Tensor, reward: torch.Tensor, terminated: torch.Tensor) -> torch.Tensor:
+        """The distributional soft Bellman target [B, K] (compiled on CUDA into a few fused kernels:
+        the projection is dozens of small ops on [2, B, K] tensors)."""
         with self._autocast():
-            logits = self._critic_fn(obs_critic, batch.action)
+            target_logits = self.critic_target(next_obs_critic, next_action)
+        alpha = self.log_alpha.exp()
+        atoms = soft_target_atoms(self.critic.support, reward, self.cfg.gamma * (1.0 - terminated), alpha * next_log_prob)
+        projected = categorical_projection(target_logits.float().softmax(-1), atoms, self.cfg.v_min, self.cfg.v_max)
+        # Clipped double-Q for distributions: per sample, keep the whole projected distribution of
+        # the member with the smaller mean (FastTD3's CDQ). Choosing (not averaging) keeps a valid
+        # distribution that is pessimistic in expectation; a mixture would only halve the bias.
+        target_value = self.critic.expected_value(projected)
+        return torch.where((target_value[0] <= target_value[1]).unsqueeze(-1), projected[0], projected[1])
+
+    def _critic_loss_eager(self, obs_critic: torch.Tensor, action: torch.Tensor,
+                           target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(cross-entropy of both members to the shared target, mean Q): forward and backward compiled
+        together on CUDA."""
+        with self._autocast():
+            logits = self.critic(obs_critic, action)
         log_probs = logits.float().log_softmax(-1)
         # cross-entropy to the shared target, averaged over the batch and summed over members
         loss = -(target * log_probs).sum(-1).mean(-1).sum()
-        self._optimizer_step(self.critic_optimizer, self._critic_params, loss)
         q_mean = self.critic.expected_value(log_probs.detach().exp()).mean()
-        return loss.detach(), q_mean
+        return loss, q_mean
 
     def _update_actor_and_alpha(
         self, batch: Batch, obs_critic: torch.Tensor
