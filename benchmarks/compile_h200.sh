@@ -3,9 +3,10 @@
 #  1. collector-only g1_walk_flat throughput, captured ticks with the env's step tensor code compiled
 #     (sim.tick_compile, the default with the tick graph) vs not compiled, at 4096 and 8192 envs;
 #  2. the sac learner at the G1 walk settings (batch 8192, 8 updates): this tree vs the tree before the
-#     critic target/loss were compiled (BEFORE_SRC, a `git archive <commit> src` export).
+#     critic target/loss were compiled (BEFORE_SRC: the `src` folder of an older tree, made here with
+#     `mkdir bench_old && git archive bb5aed1 src | tar -x -C bench_old`; untracked, so it travels).
 # Run on the GPU machine from the repo root, after staging the wheels (../shared/tools/device-wheels.sh):
-#   bash benchmarks/compile_h200.sh OUT_DIR [BEFORE_SRC]
+#   bash benchmarks/compile_h200.sh OUT_DIR [BEFORE_SRC]        # e.g. BEFORE_SRC=bench_old/src
 set -uo pipefail
 out=${1:?OUT_DIR}
 before=${2:-}

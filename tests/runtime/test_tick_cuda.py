@@ -28,7 +28,7 @@ def _assert_same(eager, graphed, exact: bool) -> None:
         if exact or key == "tick":
             assert torch.equal(a, b), key
         else:
-            torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4, msg=key)
+            torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4, msg=lambda m, key=key: f"{key}: {m}")
     for key in eager.obs:
         if exact:
             assert torch.equal(eager.obs[key], graphed.obs[key]), key
