@@ -7,6 +7,8 @@ import torch
 
 from duorl.bench.collector import build_collector_tick
 from duorl.config.load import load_config
+from duorl.envs.registry import make_vec_env
+from tests.envs.compile_util import step_compiled_vs_plain
 from tests.conftest import run_duorl
 
 pytestmark = pytest.mark.cuda
@@ -14,10 +16,11 @@ pytestmark = pytest.mark.cuda
 SMALL = ["algo.actor_hidden_dims=[64,64]", "algo.critic_hidden_dims=[64,64]", "algo.num_atoms=11"]
 
 
-def _pair(algo: str, task: str, n: int, *extra: str, compile: bool = False):
-    """A plain eager tick and a captured one (its env's tensor code compiled when `compile`)."""
+def _pair(algo: str, task: str, n: int, *extra: str, compile: bool = False, compile_eager: bool = False):
+    """An eager tick and a captured one (their envs' tensor code compiled when `compile_eager` and
+    `compile`)."""
     cfg = load_config(algo, task, "mjwarp", [*SMALL, "training.devices=[0]", *extra])
-    eager = build_collector_tick(cfg, n, "cuda", cuda_graph=False, seed=3)
+    eager = build_collector_tick(cfg, n, "cuda", cuda_graph=False, seed=3, compile=compile_eager)
     graphed = build_collector_tick(cfg, n, "cuda", cuda_graph=True, seed=3, compile=compile)
     return eager, graphed
 
@@ -61,16 +64,33 @@ def test_graph_tick_equals_eager_tick_g1_walk():
 
 
 @pytest.mark.parametrize("task", ["g1_walk_flat", "g1_motion_tracking"])
-def test_compiled_graph_tick_equals_plain_eager_tick_g1(task):
-    """sim.tick_compile: the fused kernels inside the captured tick compute what the plain eager ops
-    compute (to float rounding, over an episode end with its auto-reset)."""
-    eager, graphed = _pair("sac", task, 128, "task.max_episode_steps=5", compile=True)
-    assert graphed.env.compiled and not eager.env.compiled
+def test_compiled_graph_tick_equals_compiled_eager_tick_g1(task):
+    """sim.tick_compile inside the capture: the captured tick replays the compiled kernels an eager
+    compiled tick runs (to 1e-4, as for the plain pair above), over an episode end with its resets."""
+    eager, graphed = _pair("sac", task, 128, "task.max_episode_steps=5", compile=True, compile_eager=True)
+    assert graphed.env.compiled and eager.env.compiled
     eager.run(0, 12)
     graphed.run(0, 12)
     torch.cuda.synchronize()
     assert graphed.captured
     _assert_same(eager, graphed, exact=False)
+
+
+@pytest.mark.parametrize("task", ["g1_walk_flat", "g1_motion_tracking"])
+def test_compiled_step_equals_plain_step_from_the_same_state(task):
+    """The compiled step tensor code computes what the plain code computes, checked step by step from
+    one snapshot on MuJoCo Warp (tests/envs/compile_util.py says why not along a trajectory: the
+    H200 run of 2026-11-29 saw a compiled and a plain g1_motion_tracking trajectory part by more than
+    1e-4 within 12 ticks, as contacts amplify rounding)."""
+    cfg = load_config("sac", task, "mjwarp", [*SMALL, "training.devices=[0]", "task.max_episode_steps=5"])
+    env = make_vec_env(cfg.task, cfg.sim, 128, "cuda:0", seed=3, compile=True)
+    env.reset()
+    g = torch.Generator(device="cuda").manual_seed(0)
+    done = 0
+    for _ in range(12):
+        a = torch.rand(env.num_envs, env.spec.action_dim, generator=g, device="cuda") * 2 - 1
+        done += step_compiled_vs_plain(env, a)[0]
+    assert done >= 2 * env.num_envs
 
 
 def test_replayed_ticks_do_not_sync_with_the_host():
