@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import pickle
 from dataclasses import replace
@@ -32,6 +33,18 @@ def test_flash_algos_build_the_flashsac_learner(tiny_cfg: AlgoConfig, spec: EnvS
     cfg = replace(tiny_cfg, name=name, actor_hidden_dim=16, critic_hidden_dim=16)
     assert isinstance(registry.make_learner(cfg, spec, "cpu", seed=0), FlashSACLearner)
     assert isinstance(registry.make_actor(cfg, spec, "cpu"), FlashSACActor)
+
+
+@pytest.mark.parametrize("name", ["sac", "flashsac"])
+def test_every_collector_actor_explores_with_its_mean(tiny_cfg: AlgoConfig, spec: EnvSpec, name: str) -> None:
+    """The collector's tick hands the env each explored action and the policy output behind it."""
+    actor = registry.make_actor(replace(tiny_cfg, name=name), spec, "cpu")
+    twin = copy.deepcopy(actor)  # flashsac's held noise is state: compare first calls of equal actors
+    obs = torch.randn(16, spec.actor_obs_dim)
+    action, mean = actor.explore_with_mean(obs, torch.Generator().manual_seed(2))
+    assert torch.equal(action, twin.explore(obs, torch.Generator().manual_seed(2)))
+    assert torch.equal(mean, actor.act(obs))
+    assert action.shape == mean.shape == (16, spec.action_dim) and not torch.equal(action, mean)
 
 
 def test_unknown_algo_is_an_error(tiny_cfg: AlgoConfig, spec: EnvSpec) -> None:

@@ -83,6 +83,15 @@ def test_explore_is_deterministic_given_generator_and_bounded() -> None:
     assert not a1.requires_grad
 
 
+def test_explore_with_mean_returns_the_explored_action_and_the_policy_output() -> None:
+    actor = _actor()
+    obs = torch.randn(64, 6)
+    action, mean = actor.explore_with_mean(obs, torch.Generator().manual_seed(3))
+    assert torch.equal(action, actor.explore(obs, torch.Generator().manual_seed(3)))
+    assert torch.equal(mean, actor.act(obs))
+    assert not torch.equal(action, mean)
+
+
 def test_log_std_is_squashed_into_range() -> None:
     actor = _actor()
     nn.init.normal_(actor.log_std_head.weight, std=100.0)

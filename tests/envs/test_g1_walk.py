@@ -150,6 +150,25 @@ def test_falls_terminate():
     assert pitch_of(sim.qpos)[2].abs() < 1e-6
 
 
+def test_action_rate_reads_the_policy_outputs_not_the_explored_actions():
+    """As published for FastSAC: the penalty sees changes of the policy's own output (tanh(mean)), so
+    exploration noise is not penalised; the observation's last action is the one applied."""
+    task = G1WalkFlat()
+    task.bind(2, torch.device("cpu"))
+    p1, p2 = torch.full((2, 29), 0.1), torch.full((2, 29), 0.2)
+    noise = torch.linspace(-0.5, 0.5, 29).expand(2, 29)
+    task.apply_action(p1 + noise, p1)
+    task.apply_action(p2 - noise, p2)
+    torch.testing.assert_close(task.action_rate(), torch.full((2,), 29 * 0.1**2))
+    torch.testing.assert_close(task.last_action, (p2 - noise).clamp(-1, 1))
+    # without policy outputs (a deterministic policy: play, evaluation) the applied actions count
+    task.apply_action(p1)
+    torch.testing.assert_close(task.action_rate(), torch.full((2,), 29 * 0.1**2))
+    # a reset clears both histories
+    task._reset_actions(torch.tensor([True, False]))
+    assert task.last_policy_action[0].abs().sum() == 0 and task.last_policy_action[1].abs().sum() > 0
+
+
 def test_state_dict_round_trip():
     """A rebuilt env (same seed: same randomised worlds) continues exactly from a saved state,
     whatever it did before; two threads, so the rollout's thread assignment must not matter."""

@@ -69,6 +69,21 @@ def test_tick_does_what_the_collector_loop_did(algo):
     assert int(tick.tick) == 40 and tick.sums.result()["episodes"] == 0.0
 
 
+def test_the_tick_hands_the_env_the_policy_output_behind_each_action():
+    cfg = load_config("sac", "pendulum_swingup", "mujoco", TINY_ALGO)
+    tick = build_collector_tick(cfg, 3, "cpu", cuda_graph=False, seed=2, replay_ticks=4)
+    seen = []
+    task = tick.env.task
+    plain = task.apply_action
+    task.apply_action = lambda a, p=None: (seen.append((a.clone(), p)), plain(a, p))[1]
+    obs = tick.obs["actor"].clone()
+    tick.run(0, 1)
+    (applied, policy), = seen
+    with torch.no_grad():
+        assert torch.equal(policy, tick.actor.act(obs))
+    assert torch.equal(applied, tick.ring.t["action"][0]) and not torch.equal(applied, policy)
+
+
 def test_tick_graph_needs_cuda():
     cfg = load_config("sac", "pendulum_swingup", "mujoco", TINY_ALGO)
     with pytest.raises(TickCaptureError, match="sim.tick_cuda_graph"):

@@ -145,8 +145,9 @@ class TaskVecEnv:
         self._ep_length.zero_()
         return self.task.observe(self.backend)
 
-    def step(self, actions: torch.Tensor) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        ctrl = self._before_physics(actions)
+    def step(self, actions: torch.Tensor, policy_actions: torch.Tensor | None = None
+             ) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        ctrl = self._before_physics(actions, policy_actions)
         if self.phase_timer is None:
             self.backend.step(ctrl)
         else:
@@ -154,7 +155,7 @@ class TaskVecEnv:
                 self.backend.step(ctrl)
         return self._after_physics(actions)
 
-    def _before_physics_eager(self, actions: torch.Tensor) -> torch.Tensor:
+    def _before_physics_eager(self, actions: torch.Tensor, policy_actions: torch.Tensor | None = None) -> torch.Tensor:
         """The task's action transform (and the NaN hooks' bookkeeping): the controls to simulate."""
         sim = self.backend
         if self._nan_inject_step >= 0:
@@ -163,7 +164,7 @@ class TaskVecEnv:
             self._steps_taken += 1
         if self.nan_guard:
             self.nan_snapshot.before_step(sim)
-        return self.task.apply_action(actions)
+        return self.task.apply_action(actions, policy_actions)
 
     def _after_physics_eager(self, actions: torch.Tensor) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """Rewards, terminations, the NaN guard, episode bookkeeping and auto-reset of the state the

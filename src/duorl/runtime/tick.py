@@ -155,9 +155,10 @@ class CollectorTick:
     def _body(self, timed: bool) -> None:
         env, obs = self.env, self.obs
         with self._phase("collector_inference_ms", timed):
-            action = self.actor.explore(obs["actor"], self.generator)
+            # the policy's own output too: tasks penalise its changes, not the exploration noise's
+            action, policy_action = self.actor.explore_with_mean(obs["actor"], self.generator)
         with self._phase("collector_env_step_ms", timed):
-            next_obs, reward, terminated, truncated, info = env.step(action.to(env.device))
+            next_obs, reward, terminated, truncated, info = env.step(action.to(env.device), policy_action.to(env.device))
         dev = self.device
         reward, terminated, truncated = reward.to(dev), terminated.to(dev), truncated.to(dev)
         with self._phase("collector_replay_write_ms", timed):

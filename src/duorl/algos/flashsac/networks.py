@@ -71,9 +71,14 @@ class FlashSACActor(nn.Module):
     @torch.no_grad()
     def explore(self, obs_actor: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         """Stochastic action in [-1, 1] with held noise; deterministic given the generator's state."""
+        return self.explore_with_mean(obs_actor, generator)[0]
+
+    def explore_with_mean(self, obs_actor: torch.Tensor,
+                          generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the stochastic action `explore` returns, the policy's own output tanh(mean) behind it)."""
         mean, log_std = self.distribution_params(obs_actor, training=False)
         noise = self.held_noise(mean.shape, mean.device, mean.dtype, generator)
-        return torch.tanh(mean + torch.exp(log_std) * noise)
+        return torch.tanh(mean + torch.exp(log_std) * noise), torch.tanh(mean)
 
     @torch.no_grad()
     def act(self, obs_actor: torch.Tensor) -> torch.Tensor:

@@ -93,9 +93,14 @@ class TanhGaussianActor(nn.Module):
     @torch.no_grad()
     def explore(self, obs_actor: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         """Stochastic action in [-1, 1]; deterministic given the generator's state."""
+        return self.explore_with_mean(obs_actor, generator)[0]
+
+    def explore_with_mean(self, obs_actor: torch.Tensor,
+                          generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the stochastic action `explore` returns, the policy's own output tanh(mean) behind it)."""
         mean, log_std = self.distribution_params(obs_actor)
         noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-        return torch.tanh(mean + torch.exp(log_std) * noise)
+        return torch.tanh(mean + torch.exp(log_std) * noise), torch.tanh(mean)
 
     @torch.no_grad()
     def act(self, obs_actor: torch.Tensor) -> torch.Tensor:

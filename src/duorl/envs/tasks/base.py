@@ -6,7 +6,7 @@ whole batch with fixed shapes (masks, never index lists) so a step has no host s
 loop over environments, and stays capturable in a CUDA graph.
 
 The generic VecEnv calls, per step:
-    ctrl = task.apply_action(actions)          # before physics
+    ctrl = task.apply_action(actions, policy_actions)   # before physics
     backend.step(ctrl)
     reward, terminated = task.reward(sim), task.terminated(sim)
     task.advance(sim)                          # optional
@@ -61,8 +61,10 @@ class Task(Protocol):
         Draws the same random numbers whatever the mask, so rollouts depend only on the seed."""
         ...
 
-    def apply_action(self, actions: torch.Tensor) -> torch.Tensor:
-        """actions [N, action_dim] in [-1, 1] -> ctrl [N, nu]; may keep them for rewards/obs."""
+    def apply_action(self, actions: torch.Tensor, policy_actions: torch.Tensor | None = None) -> torch.Tensor:
+        """actions [N, action_dim] in [-1, 1] -> ctrl [N, nu]; may keep them for rewards/obs.
+        `policy_actions`: the policy's deterministic output behind `actions` (None: they are the same,
+        no exploration). Smoothness penalties read these, so exploration noise is not penalised."""
         ...
 
     def observe(self, sim: Backend) -> Obs:

@@ -59,6 +59,10 @@ class G1TaskBase:
         self.nq, self.nv = m.nq, m.nv
         self.last_action = torch.zeros(num_envs, g1.NUM_JOINTS, **f32)
         self.prev_action = torch.zeros(num_envs, g1.NUM_JOINTS, **f32)
+        # the policy's deterministic outputs behind the last two actions: the action-rate penalty
+        # reads these (as published for FastSAC), so exploration noise is not penalised
+        self.last_policy_action = torch.zeros(num_envs, g1.NUM_JOINTS, **f32)
+        self.prev_policy_action = torch.zeros(num_envs, g1.NUM_JOINTS, **f32)
         self._ctrl = torch.zeros(num_envs, g1.NUM_JOINTS, **f32)
         self._generator: Optional[torch.Generator] = None
 
@@ -66,10 +70,13 @@ class G1TaskBase:
         return self.layout.body_ids[name]
 
     # -- actions -------------------------------------------------------------------------------
-    def apply_action(self, actions: torch.Tensor) -> torch.Tensor:
+    def apply_action(self, actions: torch.Tensor, policy_actions: torch.Tensor | None = None) -> torch.Tensor:
         a = actions.to(torch.float32).clamp(-1.0, 1.0)
+        p = a if policy_actions is None else policy_actions.to(torch.float32).clamp(-1.0, 1.0)
         self.prev_action.copy_(self.last_action)
         self.last_action.copy_(a)
+        self.prev_policy_action.copy_(self.last_policy_action)
+        self.last_policy_action.copy_(p)
         torch.addcmul(self.q_default, self.action_scale, a, out=self._ctrl)
         return self._ctrl
 
@@ -89,11 +96,12 @@ class G1TaskBase:
 
     def _reset_actions(self, mask: torch.Tensor) -> None:
         m = mask.unsqueeze(1)
-        self.last_action.masked_fill_(m, 0.0)
-        self.prev_action.masked_fill_(m, 0.0)
+        for t in (self.last_action, self.prev_action, self.last_policy_action, self.prev_policy_action):
+            t.masked_fill_(m, 0.0)
 
     def action_rate(self) -> torch.Tensor:
-        return (self.last_action - self.prev_action).square().sum(dim=1)
+        """|p_t - p_{t-1}|^2 of the policy's deterministic outputs (apply_action's policy_actions)."""
+        return (self.last_policy_action - self.prev_policy_action).square().sum(dim=1)
 
     def joint_limit_violation(self, qj: torch.Tensor, soft: float = 0.9) -> torch.Tensor:
         """Sum over joints of how far each is outside its soft range (soft * the hard range, about
@@ -127,7 +135,7 @@ class G1TaskBase:
         return {"geom_friction": friction, "body_mass": mass, "body_subtreemass": sub}
 
     # -- exact resume --------------------------------------------------------------------------
-    _STATE: tuple[str, ...] = ("last_action", "prev_action")
+    _STATE: tuple[str, ...] = ("last_action", "prev_action", "last_policy_action", "prev_policy_action")
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {k: getattr(self, k).clone() for k in self._STATE}

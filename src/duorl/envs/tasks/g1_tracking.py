@@ -23,7 +23,7 @@ Reward per step, weight * term * control dt (the published terms and widths):
   body_ori    1.0  exp(-mean body angle error^2 / 0.4^2)
   body_lin_vel 1.0 exp(-mean |lin vel error|^2 / 1.0^2)   world frame
   body_ang_vel 1.0 exp(-mean |ang vel error|^2 / 3.14^2)
-  action_rate -0.1 |a_t - a_{t-1}|^2
+  action_rate -0.1 |p_t - p_{t-1}|^2, p the policy's output tanh(mean) behind each action
   joint_limit -10  summed excursion beyond 90% of each joint's range
 Terminations: anchor height off by > 0.25 m, anchor tilt differing by > 0.8 (projected gravity z),
 or an end effector (ankles, wrists) off in height by > 0.25 m.
@@ -105,7 +105,7 @@ def _euler_quat(rpy: torch.Tensor) -> torch.Tensor:
 class G1MotionTracking(G1TaskBase):
     """See the module docstring; implements `tasks.base.Task`."""
 
-    _STATE = ("last_action", "prev_action", "frame")
+    _STATE = G1TaskBase._STATE + ("frame",)
 
     def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
                  motion_file: Optional[str] = None, randomize: bool = True, reset_noise: bool = True) -> None:
@@ -175,9 +175,9 @@ class G1MotionTracking(G1TaskBase):
         self._reset_actions(mask)
         return qpos, qvel
 
-    def apply_action(self, actions: torch.Tensor) -> torch.Tensor:
+    def apply_action(self, actions: torch.Tensor, policy_actions: Optional[torch.Tensor] = None) -> torch.Tensor:
         self.frame.add_(1).clamp_(max=self.clip_frames - 1)  # the frame this action should reach
-        return super().apply_action(actions)
+        return super().apply_action(actions, policy_actions)
 
     def truncated(self, sim) -> torch.Tensor:
         """The clip has no frame after the current one: the episode is cut (not a failure)."""

@@ -13,7 +13,8 @@ Reward per step: the published FastSAC G1 terms, each weight * term * control dt
   track_ang_vel   1.5   exp(-(cmd_yaw - yaw rate)^2 / 0.25)
   ang_vel_xy     -1.0   |pelvis angular velocity xy|^2
   orientation   -10.0   |projected gravity xy|^2
-  action_rate    -2.0   |a_t - a_{t-1}|^2
+  action_rate    -2.0   |p_t - p_{t-1}|^2, p the policy's own output tanh(mean) behind each action
+                        (as published for FastSAC: exploration noise is not penalised)
   feet_phase      5.0   exp(-sum_feet (foot height - gait height(phase))^2 / 0.008), 9 cm swing
   pose           -0.5   sum_j w_j (q_j - q_default_j)^2 (legs loose, waist and arms stiff)
   close_feet    -10.0   1 where the feet are closer than 15 cm sideways
@@ -97,7 +98,7 @@ def expected_foot_height(phase: torch.Tensor, swing: float = SWING_HEIGHT) -> to
 class G1WalkFlat(G1TaskBase):
     """See the module docstring; implements `tasks.base.Task`."""
 
-    _STATE = ("last_action", "prev_action", "command", "phase", "gait_freq", "steps", "penalty_scale",
+    _STATE = G1TaskBase._STATE + ("command", "phase", "gait_freq", "steps", "penalty_scale",
               "mean_episode_length")
 
     def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
@@ -191,11 +192,11 @@ class G1WalkFlat(G1TaskBase):
                              torch.where(avg > PENALTY_UP * max_len, 1.0 + PENALTY_DEGREE, 1.0))
         self.penalty_scale.copy_((self.penalty_scale * factor).clamp(PENALTY_SCALE_MIN, PENALTY_SCALE_MAX))
 
-    def apply_action(self, actions: torch.Tensor) -> torch.Tensor:
+    def apply_action(self, actions: torch.Tensor, policy_actions: Optional[torch.Tensor] = None) -> torch.Tensor:
         # the state this action leads to is one control step later: advance the clock with it
         self.steps += 1
         self.phase.copy_(wrap_angle(self.phase + 2.0 * math.pi * self.control_dt * self.gait_freq))
-        return super().apply_action(actions)
+        return super().apply_action(actions, policy_actions)
 
     def advance(self, sim) -> None:
         """After rewards and terminations: redraw the command every COMMAND_SECONDS (the next

@@ -66,7 +66,7 @@ class PendulumSwingup:
         qvel = RESET_VEL_NOISE * noise[:, 1:]
         return qpos, qvel
 
-    def apply_action(self, actions: torch.Tensor) -> torch.Tensor:
+    def apply_action(self, actions: torch.Tensor, policy_actions: torch.Tensor | None = None) -> torch.Tensor:
         assert self._u is not None, "bind() first"
         self._u.copy_(actions.clamp(-1.0, 1.0) * MAX_TORQUE)
         return self._u
