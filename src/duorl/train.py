@@ -242,7 +242,7 @@ def train(cfg: Config) -> int:
             "max_wall_minutes": tr.max_wall_minutes,
             "cuda_process_sharing": {"configured": tr.cuda_process_sharing, "effective": None},
             "dp_gradient_wire_dtype": tr.dp_gradient_wire_dtype,
-            "env_spec": spec.__dict__,
+            "env_spec": spec.record(),
             "resumed_from": resumed_from,
         }
     )

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
+from duorl.algos.base import Batch
 from duorl.algos.capture import CycleCaptureMixin
 from duorl.algos.compiling import compile_enabled, maybe_compile
 from duorl.algos.sac.networks import tanh_gaussian_log_prob
@@ -39,6 +40,22 @@ def load_optimizer(optimizer: torch.optim.Optimizer, state: dict) -> None:
     for group, lr in zip(optimizer.param_groups, lrs):
         lr.copy_(group["lr"])
         group["lr"] = lr
+
+
+def _mirror_tensors(cfg: Any, spec: Any, device: torch.device) -> dict[str, tuple[torch.Tensor, torch.Tensor]] | None:
+    """The task's mirror (EnvSpec.mirror) as device (index, sign) pairs when algo.use_symmetry is on."""
+    if not cfg.use_symmetry:
+        return None
+    mirror = getattr(spec, "mirror", None)
+    if mirror is None:
+        from duorl.config.errors import ConfigError
+
+        raise ConfigError("algo.use_symmetry", True, f"needs a task that describes its left-right mirror, and "
+                          f"{spec.task} does not", "true (tasks with a mirror: g1_walk_flat), false",
+                          "set algo.use_symmetry=false")
+    return {key: (torch.tensor(getattr(mirror, key)[0], dtype=torch.long, device=device),
+                  torch.tensor(getattr(mirror, key)[1], dtype=torch.float32, device=device))
+            for key in ("actor_obs", "critic_obs", "action")}
 
 
 class SACFamilyLearner(CycleCaptureMixin):
@@ -80,6 +97,7 @@ class SACFamilyLearner(CycleCaptureMixin):
         self._actor_params = list(self.actor.parameters())
         self._critic_params = list(self.critic.parameters())
         self._target_params = list(self.critic_target.parameters())
+        self._mirror = _mirror_tensors(cfg, spec, self.device)
 
     def _finish_build(self, seed: int) -> None:
         """After the optimizers: gradients that exist from the start and are only ever zeroed in place
@@ -146,6 +164,27 @@ class SACFamilyLearner(CycleCaptureMixin):
         return None
 
     # ------------------------------------------------------------------ shared helpers
+
+    def _augmented(self, batch: Batch) -> Batch:
+        """algo.use_symmetry: the batch followed by its left-right mirror image (rewards and ends
+        repeated; the task's rewards are mirror-invariant). Without it, the batch itself."""
+        if self._mirror is None:
+            return batch
+        m = self._mirror
+
+        def both(x: torch.Tensor, key: str) -> torch.Tensor:
+            index, sign = m[key]
+            return torch.cat((x, x.index_select(1, index) * sign))
+
+        return Batch(
+            obs_actor=both(batch.obs_actor, "actor_obs"),
+            obs_critic=both(batch.obs_critic, "critic_obs"),
+            action=both(batch.action, "action"),
+            reward=batch.reward.repeat(2),
+            next_obs_actor=both(batch.next_obs_actor, "actor_obs"),
+            next_obs_critic=both(batch.next_obs_critic, "critic_obs"),
+            terminated=batch.terminated.repeat(2),
+        )
 
     def _optimizer_step(
         self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], loss: torch.Tensor, clip: bool = True

@@ -84,6 +84,9 @@ class AlgoConfig:
     log_std_max: float = 0.0
     max_grad_norm: float = 0.0
     obs_normalization: bool = True
+    # add each sampled batch's left-right mirror image to it (2 x batch_size transitions per update;
+    # the task must describe its mirror, EnvSpec.mirror: g1_walk_flat does)
+    use_symmetry: bool = False
     # bf16 autocast of forward passes on CUDA (ignored on CPU)
     use_autocast: bool = True
     # --- FlashSAC / WarpSAC only (sac ignores these) ---

@@ -69,7 +69,7 @@ _FLOAT_MIN: tuple[tuple[str, float, bool], ...] = (
 _FLOATS_ANY = ("algo.target_entropy_scale", "algo.v_min", "algo.v_max", "algo.log_std_min", "algo.log_std_max")
 _BOOLS = (
     "training.no_play", "training.export_onnx", "training.nan_guard.enabled", "training.checkpoint_replay",
-    "training.progress", "algo.obs_normalization", "algo.use_autocast", "algo.normalize_reward",
+    "training.progress", "algo.obs_normalization", "algo.use_autocast", "algo.use_symmetry", "algo.normalize_reward",
     "algo.algo_params.dp_whole_cycle_cuda_graph", "debug.check_replay_window",
 )
 _SEED_MAX = 2**32 - 1  # numpy's seed range; ranks use seed + rank

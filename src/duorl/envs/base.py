@@ -10,6 +10,31 @@ import torch
 Obs = dict[str, torch.Tensor]  # {"actor": [N, actor_obs_dim], "critic": [N, critic_obs_dim]}, float32
 
 
+SignedPermutation = tuple[tuple[int, ...], tuple[float, ...]]  # (index, sign): x'[i] = sign[i] * x[index[i]]
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """A task's left-right mirror image of its observations and actions, each a signed permutation
+    (index, sign): mirrored[i] = sign[i] * x[index[i]]. Mirroring a transition gives another valid
+    transition of the same task (the robot and the task are symmetric about the sagittal plane), which
+    learners may add to their batches (algo.use_symmetry)."""
+
+    actor_obs: SignedPermutation
+    critic_obs: SignedPermutation
+    action: SignedPermutation
+
+    def __post_init__(self) -> None:
+        for name in ("actor_obs", "critic_obs", "action"):
+            index, sign = getattr(self, name)
+            n = len(index)
+            if len(sign) != n or sorted(index) != list(range(n)) or any(s not in (-1.0, 1.0) for s in sign):
+                raise ValueError(f"Mirror.{name}: index must permute range({n}) and signs be +-1")
+            # an involution: mirroring twice is the identity
+            if any(index[index[i]] != i or sign[i] * sign[index[i]] != 1.0 for i in range(n)):
+                raise ValueError(f"Mirror.{name}: mirroring twice must give the vector back")
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """Shapes and timing of a task, known without building the batched simulation."""
@@ -23,10 +48,23 @@ class EnvSpec:
     # the task's per-step diagnostics (e.g. velocity tracking error), logged as Task/<name>: their
     # per-tick means over envs come in info["metrics"], in this order (at most MAX_TASK_METRICS)
     metric_names: tuple[str, ...] = ()
+    # the task's left-right mirror (None: not symmetric, or not described)
+    mirror: Mirror | None = None
 
     def __post_init__(self) -> None:
         if len(self.metric_names) > MAX_TASK_METRICS:
             raise ValueError(f"a task logs at most {MAX_TASK_METRICS} metrics, {self.task} names {self.metric_names}")
+        if self.mirror is not None:
+            dims = (len(self.mirror.actor_obs[0]), len(self.mirror.critic_obs[0]), len(self.mirror.action[0]))
+            if dims != (self.actor_obs_dim, self.critic_obs_dim, self.action_dim):
+                raise ValueError(f"{self.task}: mirror sizes {dims} do not match the spec's "
+                                 f"{(self.actor_obs_dim, self.critic_obs_dim, self.action_dim)}")
+
+    def record(self) -> dict:
+        """JSON-friendly description (the run manifest): the mirror as whether there is one."""
+        out = dict(self.__dict__)
+        out["mirror"] = self.mirror is not None
+        return out
 
 
 MAX_TASK_METRICS = 4  # the collector's stat slots task_metric_0..3 (runtime/control.py)

@@ -160,7 +160,7 @@ class FlashSACLearner(SACFamilyLearner):
         lr_factor = torch.ones((), device=self.device)
         scale = self.reward_scale.scale() if self.cfg.normalize_reward else torch.ones((), device=self.device)
         for _ in range(num_updates):
-            batch = sample(self.cfg.batch_size)
+            batch = self._augmented(sample(self.cfg.batch_size))
             lr_factor = self.lr_schedule.apply_(self._lrs)
             obs_critic = self._normalize_critic_obs(batch.obs_critic)
             next_obs_critic = self._normalize_critic_obs(batch.next_obs_critic)

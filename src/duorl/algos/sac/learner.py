@@ -113,7 +113,7 @@ class SACLearner(SACFamilyLearner):
         actor_sums = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
         actor_updates = 0
         for _ in range(num_updates):
-            batch = sample(self.cfg.batch_size)
+            batch = self._augmented(sample(self.cfg.batch_size))
             obs_critic = self._normalize_critic_obs(batch.obs_critic)
             next_obs_critic = self._normalize_critic_obs(batch.next_obs_critic)
             critic_loss, q_mean = self._update_critic(batch, obs_critic, next_obs_critic)

@@ -112,6 +112,19 @@ def default_joint_pos() -> np.ndarray:
     return q
 
 
+def joint_mirror() -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The left-right mirror of a joint vector (JOINT_NAMES order) as (index, sign): left and right
+    joints swap; roll and yaw joints (axes x and z, which mirror to their negatives about the sagittal
+    plane) change sign, pitch, knee and elbow joints (axis y) keep it. Waist joints map to themselves."""
+    index, sign = [], []
+    for name in JOINT_NAMES:
+        side, _, rest = name.partition("_")
+        partner = {"left": f"right_{rest}", "right": f"left_{rest}"}.get(side, name)
+        index.append(JOINT_NAMES.index(partner))
+        sign.append(-1.0 if ("_roll_" in name or "_yaw_" in name) else 1.0)
+    return tuple(index), tuple(sign)
+
+
 def per_joint(attr: str) -> np.ndarray:
     """kp, kd, effort or armature of every joint, in JOINT_NAMES order."""
     return np.array([getattr(group_of(j), attr) for j in JOINT_NAMES])

@@ -26,6 +26,9 @@ finished episodes (over about the last 1000) is below 15% of the maximum, grows 
 above 75%, and stays within [0, 1]: the robot first learns to stay up and move, then to move well.
 Without it the full penalties make standing still the easy optimum (measured on the H200: episodes
 ran full length, but the velocity error stayed at the commanded speed).
+Mirror (EnvSpec.mirror, walk_mirror): the task is symmetric about the robot's sagittal plane, so a
+transition's left-right mirror image is another transition of it; FastSAC adds it to every batch
+(algo.use_symmetry, on for sac in this task's YAML, as published).
 Terminations: pelvis tilted more than 70 degrees, pelvis below 0.4 m, or spinning faster than 20
 rad/s (falls). Episodes last 20 s (1000 steps).
 """
@@ -38,7 +41,7 @@ from typing import Optional
 import torch
 
 from duorl.envs import quat as Q
-from duorl.envs.base import EnvSpec, Obs
+from duorl.envs.base import EnvSpec, Mirror, Obs
 from duorl.envs.g1 import model as g1
 from duorl.envs.kinematics import BodyKinematics
 from duorl.envs.tasks.g1_common import G1TaskBase, root_yaw_quat, wrap_angle
@@ -85,6 +88,32 @@ MIN_PELVIS_Z = 0.4
 MAX_ANG_VEL = 20.0
 
 
+def walk_mirror() -> Mirror:
+    """The task's left-right mirror (module docstring's layout): angular velocity (a pseudovector)
+    keeps y and flips x and z; gravity and linear velocity flip y; the command flips vy and the yaw
+    rate; joints swap sides (g1.joint_mirror); the mirrored left foot is the right one, half a gait
+    cycle on, so sin and cos of its phase flip. Rewards are mirror-invariant (pose weights, feet and
+    tracking terms are symmetric), so a mirrored transition is one of this task."""
+    j_index, j_sign = g1.joint_mirror()
+    index: list[int] = []
+    sign: list[float] = []
+
+    def block(idx: tuple[int, ...], sgn: tuple[float, ...]) -> None:
+        start = len(index)
+        index.extend(start + i for i in idx)
+        sign.extend(sgn)
+
+    block((0, 1, 2), (-1.0, 1.0, -1.0))  # gyro
+    block((0, 1, 2), (1.0, -1.0, 1.0))  # projected gravity
+    block((0, 1, 2), (1.0, -1.0, -1.0))  # command vx, vy, yaw rate
+    for _ in range(3):  # joint positions, joint velocities, last action
+        block(j_index, j_sign)
+    block((0, 1), (-1.0, -1.0))  # sin, cos of the left foot's gait phase
+    actor = (tuple(index), tuple(sign))
+    critic = ((0, 1, 2) + tuple(3 + i for i in index), (1.0, -1.0, 1.0) + tuple(sign))
+    return Mirror(actor_obs=actor, critic_obs=critic, action=(j_index, j_sign))
+
+
 def expected_foot_height(phase: torch.Tensor, swing: float = SWING_HEIGHT) -> torch.Tensor:
     """Foot height the gait clock asks for: 0 at phase +-pi, a cubic Bezier up to `swing` at 0."""
     x = (phase + math.pi) / (2.0 * math.pi)
@@ -111,7 +140,8 @@ class G1WalkFlat(G1TaskBase):
         self.reset_noise = reset_noise
         self.spec = EnvSpec(task=NAME, actor_obs_dim=ACTOR_OBS, critic_obs_dim=CRITIC_OBS,
                             action_dim=g1.NUM_JOINTS, max_episode_steps=steps, control_dt=self.control_dt,
-                            metric_names=("lin_vel_error", "ang_vel_error", "penalty_scale"))
+                            metric_names=("lin_vel_error", "ang_vel_error", "penalty_scale"),
+                            mirror=walk_mirror())
         self.command_steps = round(COMMAND_SECONDS / self.control_dt)
 
     def bind(self, num_envs: int, device: torch.device) -> None:
