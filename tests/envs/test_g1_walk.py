@@ -169,6 +169,23 @@ def test_action_rate_reads_the_policy_outputs_not_the_explored_actions():
     assert task.last_policy_action[0].abs().sum() == 0 and task.last_policy_action[1].abs().sum() > 0
 
 
+def test_action_range_joint_limits_reaches_the_farther_limit():
+    """task.action_range=joint_limits (the published FastSAC G1 scaling): +-1 moves a joint target to
+    the standing pose +- its distance to the farther limit; the default (pd) moves it 0.25 * effort / kp."""
+    wide, pd = G1WalkFlat(action_range="joint_limits"), G1WalkFlat()
+    for t in (wide, pd):
+        t.bind(1, torch.device("cpu"))
+    lo, hi, q0 = wide.joint_range[:, 0], wide.joint_range[:, 1], wide.q_default
+    farther = torch.maximum(hi - q0, q0 - lo)
+    torch.testing.assert_close(wide.apply_action(torch.ones(1, 29))[0] - q0, farther)
+    torch.testing.assert_close(wide.apply_action(-torch.ones(1, 29))[0] - q0, -farther)
+    hip_roll = 1  # left hip roll: [-0.52, 2.97] about 0
+    assert abs(float(farther[hip_roll]) - 2.967) < 1e-3
+    assert float(pd.action_scale[hip_roll]) < 0.5
+    with pytest.raises(ValueError, match="task.action_range"):
+        G1WalkFlat(action_range="full")
+
+
 def test_state_dict_round_trip():
     """A rebuilt env (same seed: same randomised worlds) continues exactly from a saved state,
     whatever it did before; two threads, so the rollout's thread assignment must not matter."""

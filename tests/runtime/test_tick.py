@@ -119,6 +119,14 @@ def test_tick_compile_resolution(configured, env_device, graph, expected):
     assert tick_compile_enabled(cfg, env_device, graph) is expected
 
 
+@pytest.mark.parametrize("task,value,match", [("g1_walk_flat", "full", "unknown action range"),
+                                              ("pendulum_swingup", "joint_limits", "only the G1 tasks")])
+def test_action_range_refusals(task, value, match):
+    with pytest.raises(ConfigError, match=match) as e:
+        load_config("sac", task, "mujoco", [f"task.action_range={value}"])
+    assert "task.action_range" in str(e.value)
+
+
 @pytest.mark.parametrize("value", ["0", "-3", "soon"])
 def test_wall_minutes_refusals(value):
     with pytest.raises(ConfigError, match="training.max_wall_minutes"):

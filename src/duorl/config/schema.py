@@ -129,6 +129,10 @@ class TaskConfig:
     robot_xml: Optional[str] = None
     # reference clip (motion tracking)
     motion_file: Optional[str] = None
+    # G1 tasks: what an action of +-1 means for a joint target. "pd": +-0.25 * effort / kp about the
+    # standing pose (mjlab's choice); "joint_limits": +-1 reaches the joint limit farther from the
+    # standing pose (the published FastSAC G1 actor's scaling)
+    action_range: str = "pd"
 
 
 @dataclass

@@ -121,6 +121,14 @@ def _check_names(cfg: Config) -> None:
     if cfg.task.name not in tasks:
         raise ConfigError("task.name", cfg.task.name, "unknown task", ", ".join(tasks) or "(no task registered)",
                           "pick one with --task (see `duorl train --help`)")
+    ranges = ("pd", "joint_limits")
+    if cfg.task.action_range not in ranges:
+        raise ConfigError("task.action_range", cfg.task.action_range, "unknown action range", ", ".join(ranges),
+                          "set task.action_range=pd (the default) or task.action_range=joint_limits")
+    if cfg.task.action_range != "pd" and not cfg.task.name.startswith("g1_"):
+        raise ConfigError("task.action_range", cfg.task.action_range, f"only the G1 tasks choose an action range, "
+                          f"and this run's task is {cfg.task.name}", "pd",
+                          "remove the key (its default pd) or train a G1 task")
 
 
 def _check_ranges(cfg: Config) -> None:

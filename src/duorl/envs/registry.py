@@ -19,14 +19,15 @@ from duorl.envs.vec_env import TaskVecEnv
 def _g1_walk_flat(cfg: TaskConfig) -> Task:
     from duorl.envs.tasks.g1_walk import G1WalkFlat  # G1 modules load only for G1 tasks
 
-    return G1WalkFlat(max_episode_steps=cfg.max_episode_steps, robot_xml=cfg.robot_xml)
+    return G1WalkFlat(max_episode_steps=cfg.max_episode_steps, robot_xml=cfg.robot_xml,
+                      action_range=cfg.action_range)
 
 
 def _g1_motion_tracking(cfg: TaskConfig) -> Task:
     from duorl.envs.tasks.g1_tracking import G1MotionTracking
 
     return G1MotionTracking(max_episode_steps=cfg.max_episode_steps, robot_xml=cfg.robot_xml,
-                            motion_file=cfg.motion_file)
+                            motion_file=cfg.motion_file, action_range=cfg.action_range)
 
 
 # task name -> factory

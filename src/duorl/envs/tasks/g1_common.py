@@ -19,6 +19,8 @@ from duorl.envs.g1.assets import resolve_g1_xml
 # collisions): 14 foot capsules make at most 28 contacts (4 pyramidal rows each); a robot lying on
 # the floor adds about 20 one-row contacts; 29 joint limits may be active. Both leave headroom.
 MJWARP_CAPACITY = {"nconmax": 64, "njmax": 300}
+# task.action_range: what an action of +-1 means for a joint target (config/schema.py TaskConfig)
+ACTION_RANGES = ("pd", "joint_limits")
 
 
 class G1TaskBase:
@@ -29,11 +31,14 @@ class G1TaskBase:
     # passed to MjWarpBackend (put_data_kwargs)
     mjwarp_put_data_kwargs = MJWARP_CAPACITY
 
-    def __init__(self, robot_xml: Optional[str] = None, randomize: bool = True) -> None:
+    def __init__(self, robot_xml: Optional[str] = None, randomize: bool = True, action_range: str = "pd") -> None:
         # resolved now, so a missing model fails when the task is made (env_spec, before any process
         # is spawned), with the error that names every way to provide it
         self.xml_path = resolve_g1_xml(robot_xml)
         self.randomize = randomize
+        if action_range not in ACTION_RANGES:
+            raise ValueError(f"task.action_range={action_range!r}: allowed {', '.join(ACTION_RANGES)}")
+        self.action_range = action_range
         self._model: Optional[mujoco.MjModel] = None
 
     # -- model ---------------------------------------------------------------------------------
@@ -53,8 +58,12 @@ class G1TaskBase:
         self._device = dev = torch.device(device)
         f32 = dict(dtype=torch.float32, device=dev)
         self.q_default = torch.as_tensor(g1.default_joint_pos(), **f32)
-        self.action_scale = torch.as_tensor(g1.action_scale(), **f32)
         self.joint_range = torch.as_tensor(self.layout.joint_range, **f32)
+        if self.action_range == "joint_limits":  # +-1 reaches the joint limit farther from the pose
+            self.action_scale = torch.maximum((self.joint_range[:, 0] - self.q_default).abs(),
+                                              (self.joint_range[:, 1] - self.q_default).abs())
+        else:
+            self.action_scale = torch.as_tensor(g1.action_scale(), **f32)
         self.qpos_default = torch.as_tensor(g1.default_qpos(), **f32)
         self.nq, self.nv = m.nq, m.nv
         self.last_action = torch.zeros(num_envs, g1.NUM_JOINTS, **f32)

@@ -108,8 +108,9 @@ class G1MotionTracking(G1TaskBase):
     _STATE = G1TaskBase._STATE + ("frame",)
 
     def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
-                 motion_file: Optional[str] = None, randomize: bool = True, reset_noise: bool = True) -> None:
-        super().__init__(robot_xml, randomize)
+                 motion_file: Optional[str] = None, randomize: bool = True, reset_noise: bool = True,
+                 action_range: str = "pd") -> None:
+        super().__init__(robot_xml, randomize, action_range)
         steps = round(EPISODE_SECONDS / self.control_dt) if max_episode_steps is None else int(max_episode_steps)
         if steps < 1:
             raise ValueError(f"task.max_episode_steps must be >= 1, got {steps}")

@@ -131,8 +131,9 @@ class G1WalkFlat(G1TaskBase):
               "mean_episode_length")
 
     def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
-                 randomize: bool = True, reset_noise: bool = True, penalty_curriculum: bool = True) -> None:
-        super().__init__(robot_xml, randomize)
+                 randomize: bool = True, reset_noise: bool = True, penalty_curriculum: bool = True,
+                 action_range: str = "pd") -> None:
+        super().__init__(robot_xml, randomize, action_range)
         self.penalty_curriculum = penalty_curriculum
         steps = round(EPISODE_SECONDS / self.control_dt) if max_episode_steps is None else int(max_episode_steps)
         if steps < 1:
