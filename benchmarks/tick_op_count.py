@@ -1,7 +1,10 @@
 """Count the aten ops (about one GPU kernel each) of one g1_walk_flat collector tick and of its parts, on
 the CPU: the non-physics share of a captured tick is roughly these ops times a few microseconds each.
+Then, with torch.profiler, the top-level aten ops and compiled regions of one tick with the env's step
+tensor code plain and compiled (sim.tick_compile; a dispatch-mode spy would make dynamo fall back to
+eager, so the profiler counts here).
 
-    .venv/bin/python benchmarks/tick_op_count.py
+    .venv/bin/python benchmarks/tick_op_count.py        # output: benchmarks/tick_op_count_cpu.txt
 """
 
 import collections
@@ -45,6 +48,22 @@ def main() -> None:
     }
     for name, fn in parts.items():
         print(f"{name}: {count(fn)} aten ops")
+    for compiled in (False, True):
+        print(f"profiled tick, step tensor code {'compiled' if compiled else 'plain'}: {profiled(cfg, compiled)}")
+
+
+def profiled(cfg, compiled: bool) -> str:
+    from torch.profiler import ProfilerActivity, profile
+
+    tick = build_collector_tick(cfg, 64, "cpu", cuda_graph=False, compile=compiled)
+    tick.run(0, 3)  # compiles on the first tick
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        tick.run(3, 1)
+    events = list(prof.events())
+    top_level = sum(1 for e in events if e.name.startswith("aten::")
+                    and (e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")))
+    regions = sum(1 for e in events if e.name.startswith("Torch-Compiled Region"))
+    return f"{top_level} top-level aten ops, {regions} compiled-region calls"
 
 
 if __name__ == "__main__":

@@ -13,10 +13,6 @@ from typing import Any
 
 import torch
 
-from duorl.compiling import maybe_compile
-
-__all__ = ["compile_enabled", "maybe_compile"]
-
 
 def compile_enabled(cfg: Any, device: torch.device) -> bool:
     """algo.algo_params.torch_compile resolved for a learner on `device` (null = on with CUDA)."""

@@ -13,7 +13,8 @@ from torch import nn
 
 from duorl.algos.base import Batch
 from duorl.algos.capture import CycleCaptureMixin
-from duorl.algos.compiling import compile_enabled, maybe_compile
+from duorl.algos.compiling import compile_enabled
+from duorl.compiling import maybe_compile
 from duorl.algos.sac.networks import tanh_gaussian_log_prob
 from duorl.algos.sac.normalizer import RunningObsNormalizer
 

@@ -261,28 +261,26 @@ def _check_graph(cfg: Config) -> None:
                           "training.devices=[0]")
 
 
-def _check_tick_graph(cfg: Config) -> None:
-    """sim.tick_cuda_graph: null = automatic, true = required (CUDA envs), false = eager ticks."""
-    key, v = "sim.tick_cuda_graph", cfg.sim.tick_cuda_graph
-    allowed = "null (automatic: on when the envs run on CUDA), true (required), false (eager)"
-    if v is not None and not isinstance(v, bool):
-        raise ConfigError(key, v, "not a boolean or null", allowed, f"remove the key or set {key}=false")
-    if v is True and env_device_type(cfg) != "cuda":
+def _check_cuda_env_switch(cfg: Config, key: str, value: object, allowed: str) -> None:
+    """A sim switch that is null (automatic), true (needs the envs on CUDA) or false."""
+    if value is not None and not isinstance(value, bool):
+        raise ConfigError(key, value, "not a boolean or null", allowed, f"remove the key or set {key}=false")
+    if value is True and env_device_type(cfg) != "cuda":
         raise ConfigError(key, True, f"needs the envs on a CUDA device, and this run's envs run on the cpu "
                           f"(sim.name={cfg.sim.name}, devices resolve to {resolve_device(cfg)})", allowed,
                           f"remove the key (automatic) or set {key}=false; or use --sim mjwarp on a GPU")
 
 
+def _check_tick_graph(cfg: Config) -> None:
+    """sim.tick_cuda_graph: null = automatic, true = required (CUDA envs), false = eager ticks."""
+    _check_cuda_env_switch(cfg, "sim.tick_cuda_graph", cfg.sim.tick_cuda_graph,
+                           "null (automatic: on when the envs run on CUDA), true (required), false (eager)")
+
+
 def _check_tick_compile(cfg: Config) -> None:
     """sim.tick_compile: null = with the tick graph, true = on (CUDA envs), false = off."""
-    key, v = "sim.tick_compile", cfg.sim.tick_compile
-    allowed = "null (automatic: on with the tick graph), true (compile), false (plain eager tensor code)"
-    if v is not None and not isinstance(v, bool):
-        raise ConfigError(key, v, "not a boolean or null", allowed, f"remove the key or set {key}=false")
-    if v is True and env_device_type(cfg) != "cuda":
-        raise ConfigError(key, True, f"compiles for envs on a CUDA device, and this run's envs run on the cpu "
-                          f"(sim.name={cfg.sim.name}, devices resolve to {resolve_device(cfg)})", allowed,
-                          f"remove the key (automatic) or set {key}=false; or use --sim mjwarp on a GPU")
+    _check_cuda_env_switch(cfg, "sim.tick_compile", cfg.sim.tick_compile,
+                           "null (automatic: on with the tick graph), true (compile), false (plain eager tensor code)")
 
 
 def tick_graph_enabled(cfg: Config, env_device: str) -> bool:

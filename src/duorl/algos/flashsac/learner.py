@@ -29,7 +29,7 @@ from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
 from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner
-from duorl.algos.compiling import maybe_compile
+from duorl.compiling import maybe_compile
 from duorl.algos.flashsac.networks import FlashSACActor, FlashSACCritic, target_entropy_from_std
 from duorl.algos.flashsac.reward_scale import ReturnScale
 from duorl.algos.flashsac.schedule import WarmupCosine

@@ -95,6 +95,7 @@ class TanhGaussianActor(nn.Module):
         """Stochastic action in [-1, 1]; deterministic given the generator's state."""
         return self.explore_with_mean(obs_actor, generator)[0]
 
+    @torch.no_grad()
     def explore_with_mean(self, obs_actor: torch.Tensor,
                           generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
         """(the stochastic action `explore` returns, the policy's own output tanh(mean) behind it)."""
