@@ -58,9 +58,16 @@ class MatrixSpec:
 
 
 def summarize_run(run_dir: Path) -> dict[str, Any]:
-    rows = [r for r in read_metrics(run_dir / "metrics.jsonl") if r["iteration"] > IGNORE_FIRST][-REPORT_LAST:]
+    """The means over the run's last REPORT_LAST iterations (never the first IGNORE_FIRST). Windows are
+    counted in iterations, not log rows: a row stands for the `training.log_interval` iterations up to
+    its own, so an override of the interval (every `key=value` reaches the runs) keeps the window."""
+    all_rows = read_metrics(run_dir / "metrics.jsonl")
+    last = max((r["iteration"] for r in all_rows), default=0)
+    start = max(IGNORE_FIRST, last - REPORT_LAST)
+    rows = [r for r in all_rows if r["iteration"] > start]
     summary = json.loads((run_dir / "run_summary.json").read_text())
-    out: dict[str, Any] = {"status": summary["status"], "iterations_reported": len(rows)}
+    out: dict[str, Any] = {"status": summary["status"], "iterations_reported": last - start if rows else 0,
+                           "log_rows_reported": len(rows)}
     for name, key in FIELDS.items():
         vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
         out[name] = sum(vals) / len(vals) if vals else None
