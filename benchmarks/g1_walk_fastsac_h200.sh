@@ -4,28 +4,31 @@
 # collector ticks and learner iterations as CUDA graphs. Criterion (issue #3): over the last 100
 # iterations mean episode length >= 80% of the maximum and mean Task/lin_vel_error <= 0.3 m/s.
 # Run on the GPU machine from the repo root, after staging the wheels (../shared/tools/device-wheels.sh):
-#   bash benchmarks/g1_walk_fastsac_h200.sh OUT_DIR [MINUTES]            # train, then collect (one call)
+#   bash benchmarks/g1_walk_fastsac_h200.sh OUT_DIR [MINUTES [key=value ...]]   # train, then collect (one call)
 # A budget longer than one device command (10 min) takes two calls, the second within the warm window:
-#   bash benchmarks/g1_walk_fastsac_h200.sh --start OUT_DIR MINUTES      # train in its own session, return
+#   bash benchmarks/g1_walk_fastsac_h200.sh --start OUT_DIR MINUTES [key=value ...]  # train in its own session
 #   bash benchmarks/g1_walk_fastsac_h200.sh --collect OUT_DIR            # wait for it, then collect
 set -uo pipefail
 mode=all
 case "${1:-}" in --start) mode=start; shift ;; --collect) mode=collect; shift ;; esac
 out=${1:?OUT_DIR}
 minutes=${2:-9}
+shift $(( $# < 2 ? $# : 2 ))  # what is left: configuration overrides, appended to the train command
 mkdir -p "$out"
 export PYTHONPATH=/tmp/duorl-site:$PWD/src DUORL_G1_XML=/tmp/duorl-site/assets/g1/g1.xml PYTHONUNBUFFERED=1
 run=/tmp/duorl-g1-walk
 log=/tmp/duorl-g1-walk.log
 cmd=(python3 -m duorl train --algo sac --task g1_walk_flat --sim mjwarp training.devices=[0]
-     training.max_wall_minutes=$minutes training.log_interval=5 training.progress=false training.log_dir=$run)
+     training.max_wall_minutes=$minutes training.log_interval=5 training.progress=false training.log_dir=$run "$@")
 if [ "$mode" != collect ]; then
   rm -rf "$run"
   echo "+ ${cmd[*]}" > "$log"
   if [ "$mode" = start ]; then
     setsid nohup bash -c '"$@" >> '"$log"' 2>&1; echo "train rc=$?" >> '"$log" _ "${cmd[@]}" > /dev/null 2>&1 &
     echo "started; collect with: bash benchmarks/g1_walk_fastsac_h200.sh --collect OUT_DIR"
-    sleep 560  # keep this call (and so the machine) busy while it trains
+    # keep this call (and so the machine) busy while it trains; return early if the run ends
+    for _ in $(seq 112); do sleep 5; grep -q "train rc=" "$log" && break; done
+    tail -5 "$log"
     exit 0
   fi
   "${cmd[@]}" >> "$log" 2>&1

@@ -203,57 +203,87 @@ def test_state_dict_round_trip():
 
 def test_tracking_error_metrics():
     """info["metrics"] carries Task/lin_vel_error and Task/ang_vel_error: near zero for a robot standing
-    under a zero command, the commanded speed for one standing under a walking command."""
-    env = cpu_env(G1WalkFlat(randomize=False, reset_noise=False), 2, seed=0)
-    assert env.spec.metric_names == ("lin_vel_error", "ang_vel_error", "penalty_scale")
+    under a zero command, the commanded speed for one standing under a walking command; then the
+    penalty scale and each reward term's contribution (Task/rew_<term>), which sum to the reward."""
+    ppo = g1_walk.PENALTY_CURRICULA["ppo"]
+    env = cpu_env(G1WalkFlat(randomize=False, reset_noise=False, penalty_curriculum="ppo"), 2, seed=0)
+    names = env.spec.metric_names
+    assert names[:3] == ("lin_vel_error", "ang_vel_error", "penalty_scale")
+    assert names[3:] == tuple(f"rew_{k}" for k in g1_walk.WEIGHTS)
     env.reset()
     for _ in range(30):
         env.task.command.zero_()
         env.task.command[1, 0] = 0.8  # env 1 is asked to walk forward at 0.8 m/s, and stands
-        _, _, te, _, info = env.step(standing_controller(env))
+        _, reward, te, _, info = env.step(standing_controller(env))
         assert not te.any()
     per_env = env.task.metrics(env.backend)
-    assert per_env.shape == (2, 3)
+    assert per_env.shape == (2, len(names))
     assert per_env[0, 0] < 0.1 and per_env[0, 1] < 0.2
     assert per_env[1, 0] == pytest.approx(0.8, abs=0.1)
-    assert info["metrics"].shape == (3,)
+    assert info["metrics"].shape == (len(names),)
     torch.testing.assert_close(info["metrics"][:2], per_env.mean(dim=0)[:2])
     # the scale the step's reward used; the step's advance() then moved it by one curriculum step
-    assert float(info["metrics"][2]) == pytest.approx(float(env.task.penalty_scale) / (1 - g1_walk.PENALTY_DEGREE), rel=1e-5)
+    assert float(info["metrics"][2]) == pytest.approx(float(env.task.penalty_scale) / (1 - ppo.degree), rel=1e-5)
+    # the contributions are the step's reward, term by term: alive is 10 * dt, penalties are negative
+    torch.testing.assert_close(info["metrics"][3:].sum(), reward.mean(), rtol=1e-5, atol=1e-6)
+    by_name = dict(zip(names, info["metrics"].tolist()))
+    assert by_name["rew_alive"] == pytest.approx(10.0 * env.task.control_dt)
+    assert by_name["rew_pose"] <= 0.0 and by_name["rew_track_lin_vel"] > 0.0
 
 
-def test_penalty_curriculum():
-    """Penalties start at 0.1 of their weight; the scale falls while finished episodes are short (< 15%
-    of the maximum) and rises while they are long (> 75%), multiplicatively, within [0, 1]; the reward
-    is the gains plus the scaled penalties."""
-    task = G1WalkFlat(randomize=False, max_episode_steps=100)
+def _long_then_short_episodes(task, n_envs: int, length: int, rounds: int) -> None:
+    everyone = torch.ones(n_envs, dtype=torch.bool)
+    for _ in range(rounds):
+        task.steps.fill_(length)
+        task._track_episode_lengths(everyone)
+
+
+@pytest.mark.parametrize("name", ["fastsac", "ppo"])
+def test_penalty_curriculum(name):
+    """The scale starts at the schedule's init; it falls while finished episodes are short (< 15% of the
+    maximum) and rises while they are long (> 75%), multiplicatively by the schedule's degree, within
+    [floor, 1]; the reward is the gains plus the scaled penalties."""
+    c = g1_walk.PENALTY_CURRICULA[name]
+    task = G1WalkFlat(randomize=False, max_episode_steps=100, penalty_curriculum=name)
     env = cpu_env(task, 4, seed=0)
     env.reset()
-    assert float(task.penalty_scale) == pytest.approx(g1_walk.PENALTY_SCALE_INIT)
-    all_envs = torch.ones(4, dtype=torch.bool)
-    # episodes of 90 steps end (the running mean climbs above 75 steps), then the scale grows
-    for _ in range(1000):  # 4000 episodes: the mean over the last ~1000 is about 90
-        task.steps.fill_(90)
-        task._track_episode_lengths(all_envs)
+    assert float(task.penalty_scale) == pytest.approx(c.init)
+    _long_then_short_episodes(task, 4, 90, 1000)  # 4000 episodes: the mean over the last ~1000 is about 90
     assert float(task.mean_episode_length) > 75
     before = float(task.penalty_scale)
     for _ in range(10):
         task._update_penalty_scale()
-    assert float(task.penalty_scale) == pytest.approx(before * (1 + g1_walk.PENALTY_DEGREE) ** 10, rel=1e-5)
-    for _ in range(2000):
-        task.steps.fill_(3)
-        task._track_episode_lengths(all_envs)
+    assert float(task.penalty_scale) == pytest.approx(before * (1 + c.degree) ** 10, rel=1e-5)
+    for _ in range(math.ceil(math.log(c.ceiling / c.init) / math.log(1 + c.degree))):
+        task._update_penalty_scale()
+    assert float(task.penalty_scale) == pytest.approx(c.ceiling)
+    _long_then_short_episodes(task, 4, 3, 2000)
     assert float(task.mean_episode_length) < 15
-    before = float(task.penalty_scale)
     task._update_penalty_scale()
-    assert float(task.penalty_scale) == pytest.approx(before * (1 - g1_walk.PENALTY_DEGREE), rel=1e-5)
+    assert float(task.penalty_scale) == pytest.approx(c.ceiling * (1 - c.degree), rel=1e-5)
+    for _ in range(20000):
+        task._update_penalty_scale()
+    assert float(task.penalty_scale) == pytest.approx(max(c.floor, c.ceiling * (1 - c.degree) ** 20001), rel=1e-3)
     # the reward splits by sign of the weight
     terms = task.reward_terms(env.backend)
     dt = task.control_dt
     gains = sum(w * dt * terms[k] for k, w in g1_walk.WEIGHTS.items() if w > 0)
     pens = sum(w * dt * terms[k] for k, w in g1_walk.WEIGHTS.items() if w < 0)
     torch.testing.assert_close(task.reward(env.backend), gains + task.penalty_scale * pens)
-    off = G1WalkFlat(randomize=False, penalty_curriculum=False)
+
+
+def test_penalty_curriculum_default_off_and_config():
+    """The default is the published FastSAC G1 schedule (start and floor 0.5); `off` holds the scale at 1;
+    task.penalty_curriculum reaches the task, and the names agree with the config's."""
+    from duorl.config.schema import PENALTY_CURRICULA
+
+    assert tuple(g1_walk.PENALTY_CURRICULA) == PENALTY_CURRICULA
+    assert G1WalkFlat().penalty_curriculum == g1_walk.PenaltyCurriculum(init=0.5, floor=0.5, ceiling=1.0, degree=0.001)
+    off = G1WalkFlat(randomize=False, penalty_curriculum="off")
     cpu_env(off, 2, seed=0).reset()
     off._update_penalty_scale()
     assert float(off.penalty_scale) == 1.0
+    env = make_vec_env(TaskConfig(name="g1_walk_flat", penalty_curriculum="ppo"), SimConfig(name="mujoco"), 2, "cpu", seed=0)
+    assert env.task.penalty_curriculum == g1_walk.PENALTY_CURRICULA["ppo"]
+    with pytest.raises(ValueError, match="task.penalty_curriculum"):
+        G1WalkFlat(penalty_curriculum="gentle")

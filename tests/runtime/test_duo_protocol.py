@@ -174,3 +174,20 @@ def _tiny_algo() -> list[str]:
     from tests.conftest import TINY
 
     return [o for o in TINY if o.startswith("algo.")]
+
+
+def test_a_g1_walk_run_logs_every_task_metric(tmp_path):
+    """All 13 task diagnostics of g1_walk_flat cross the control block (task_metric_0..12) into
+    metrics.jsonl, and the reward terms' contributions add up to the logged mean reward."""
+    from duorl.envs.tasks.g1_walk import METRIC_NAMES
+
+    run = tmp_path / "run"
+    p = run_duorl(run, "training.num_envs=4", "algo.max_iterations=6", "algo.learning_starts=2",
+                  "algo.buffer_size=16", "training.log_interval=1", task="g1_walk_flat")
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    last = next(r for r in reversed(rows) if "Task/lin_vel_error" in r)
+    assert set(f"Task/{n}" for n in METRIC_NAMES) <= set(last)
+    contributions = sum(v for k, v in last.items() if k.startswith("Task/rew_"))
+    assert abs(contributions - last["Train/mean_reward"]) < 1e-4
+    assert last["Task/penalty_scale"] == 0.5  # the default (fastsac) schedule's start and floor

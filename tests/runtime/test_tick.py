@@ -127,6 +127,14 @@ def test_action_range_refusals(task, value, match):
     assert "task.action_range" in str(e.value)
 
 
+@pytest.mark.parametrize("task,value,match", [("g1_walk_flat", "gentle", "unknown penalty curriculum"),
+                                              ("g1_motion_tracking", "ppo", "only g1_walk_flat")])
+def test_penalty_curriculum_refusals(task, value, match):
+    with pytest.raises(ConfigError, match=match) as e:
+        load_config("sac", task, "mujoco", [f"task.penalty_curriculum={value}"])
+    assert "task.penalty_curriculum" in str(e.value)
+
+
 @pytest.mark.parametrize("value", ["0", "-3", "soon"])
 def test_wall_minutes_refusals(value):
     with pytest.raises(ConfigError, match="training.max_wall_minutes"):

@@ -133,6 +133,12 @@ class TaskConfig:
     # standing pose (mjlab's choice); "joint_limits": +-1 reaches the joint limit farther from the
     # standing pose (the published FastSAC G1 actor's scaling)
     action_range: str = "pd"
+    # g1_walk_flat: the penalty curriculum (envs/tasks/g1_walk.py), one of PENALTY_CURRICULA; null = the
+    # task's default, fastsac (holosoma's FastSAC G1 schedule); ppo (their PPO G1 schedule); off
+    penalty_curriculum: Optional[str] = None
+
+
+PENALTY_CURRICULA = ("fastsac", "ppo", "off")
 
 
 @dataclass

@@ -14,7 +14,7 @@ from duorl.config.catalog import available_tasks
 from duorl.config.devices import ALLOWED as DEVICES_ALLOWED
 from duorl.config.devices import entry_kind, resolve_device
 from duorl.config.errors import ConfigError
-from duorl.config.schema import ALGOS, SIMS, Config
+from duorl.config.schema import ALGOS, PENALTY_CURRICULA, SIMS, Config
 
 __all__ = ["validate", "resolve_device", "BUILT_ALGOS"]
 
@@ -129,6 +129,14 @@ def _check_names(cfg: Config) -> None:
         raise ConfigError("task.action_range", cfg.task.action_range, f"only the G1 tasks choose an action range, "
                           f"and this run's task is {cfg.task.name}", "pd",
                           "remove the key (its default pd) or train a G1 task")
+    curriculum = cfg.task.penalty_curriculum
+    if curriculum is not None and curriculum not in PENALTY_CURRICULA:
+        raise ConfigError("task.penalty_curriculum", curriculum, "unknown penalty curriculum",
+                          ", ".join(PENALTY_CURRICULA), "set task.penalty_curriculum=fastsac (the default), ppo or off")
+    if curriculum is not None and cfg.task.name != "g1_walk_flat":
+        raise ConfigError("task.penalty_curriculum", curriculum, f"only g1_walk_flat has a penalty curriculum, "
+                          f"and this run's task is {cfg.task.name}", "null",
+                          "remove the key or train --task g1_walk_flat")
 
 
 def _check_ranges(cfg: Config) -> None:

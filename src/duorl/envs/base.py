@@ -67,7 +67,7 @@ class EnvSpec:
         return out
 
 
-MAX_TASK_METRICS = 4  # the collector's stat slots task_metric_0..3 (runtime/control.py)
+MAX_TASK_METRICS = 16  # the collector's stat slots task_metric_0..15 (runtime/control.py)
 
 
 class VecEnv(Protocol):

@@ -19,8 +19,9 @@ from duorl.envs.vec_env import TaskVecEnv
 def _g1_walk_flat(cfg: TaskConfig) -> Task:
     from duorl.envs.tasks.g1_walk import G1WalkFlat  # G1 modules load only for G1 tasks
 
+    curriculum = {} if cfg.penalty_curriculum is None else {"penalty_curriculum": cfg.penalty_curriculum}
     return G1WalkFlat(max_episode_steps=cfg.max_episode_steps, robot_xml=cfg.robot_xml,
-                      action_range=cfg.action_range)
+                      action_range=cfg.action_range, **curriculum)
 
 
 def _g1_motion_tracking(cfg: TaskConfig) -> Task:

@@ -15,6 +15,8 @@ from typing import Callable
 
 import torch
 
+from duorl.envs.base import MAX_TASK_METRICS
+
 # int64 slots of the control block
 TICKS_WRITTEN = 0  # collector: every tick < this is in replay
 WEIGHTS_VERSION = 1  # learner: W_v is readable in board slot v % 2
@@ -43,10 +45,7 @@ STAT_FIELDS = (
     "reward_sum",
     "nan_resets",
     # the task's diagnostics (EnvSpec.metric_names), summed over the iteration's ticks
-    "task_metric_0",
-    "task_metric_1",
-    "task_metric_2",
-    "task_metric_3",
+    *(f"task_metric_{i}" for i in range(MAX_TASK_METRICS)),
 )
 STAT = {name: i for i, name in enumerate(STAT_FIELDS)}
 

@@ -20,12 +20,19 @@ Reward per step: the published FastSAC G1 terms, each weight * term * control dt
   close_feet    -10.0   1 where the feet are closer than 15 cm sideways
   feet_ori       -5.0   sum_feet |projected gravity xy in the foot frame|
   alive          10.0   1
-Penalty curriculum (as published for FastSAC G1): the negative-weight terms are scaled by s, starting
-at 0.1. Every control step s shrinks by a factor (1 - 0.00025) while the running mean length of
-finished episodes (over about the last 1000) is below 15% of the maximum, grows by (1 + 0.00025)
-above 75%, and stays within [0, 1]: the robot first learns to stay up and move, then to move well.
-Without it the full penalties make standing still the easy optimum (measured on the H200: episodes
-ran full length, but the velocity error stayed at the commanded speed).
+Penalty curriculum (task.penalty_curriculum): the negative-weight terms are scaled by s. Every control
+step s shrinks by a factor (1 - degree) while the running mean length of finished episodes (over about
+the last 1000) is below 15% of the maximum, grows by (1 + degree) above 75%, and stays within
+[floor, 1]. Two published G1 schedules (holosoma's g1 curriculum presets):
+  fastsac (the default): start 0.5, floor 0.5, degree 0.001 (their FastSAC G1 experiment's);
+  ppo:                   start 0.1, floor 0,   degree 0.00025 (their PPO G1 experiment's);
+  off:                   s = 1 throughout.
+Measured on the H200 with ppo (benchmarks/2026-11-29_g1_walk_fastsac_h200_15min_symmetry/): the
+velocity error was lowest (0.28) at s near 0.25 and rose to 0.42 as s reached 1. Full penalties from
+the start made standing still the easy optimum in an earlier run (episodes ran full length, the
+velocity error stayed at the commanded speed).
+Logged per step (Task/rew_<term>): each term's contribution to the reward, weight * dt * term, the
+penalties times s, averaged over envs.
 Mirror (EnvSpec.mirror, walk_mirror): the task is symmetric about the robot's sagittal plane, so a
 transition's left-right mirror image is another transition of it; FastSAC adds it to every batch
 (algo.use_symmetry, on for sac in this task's YAML, as published).
@@ -36,6 +43,7 @@ rad/s (falls). Episodes last 20 s (1000 steps).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -73,8 +81,28 @@ WEIGHTS = {
     "feet_ori": -5.0,
     "alive": 10.0,
 }
-PENALTY_SCALE_INIT, PENALTY_SCALE_MIN, PENALTY_SCALE_MAX = 0.1, 0.0, 1.0
-PENALTY_DEGREE = 0.00025  # per control step
+# Task/<name>: the walking criterion's two errors, the penalty scale, then each reward term's
+# contribution (weight * dt * term, penalties times the scale), in WEIGHTS order
+METRIC_NAMES = ("lin_vel_error", "ang_vel_error", "penalty_scale", *(f"rew_{k}" for k in WEIGHTS))
+
+
+@dataclass(frozen=True)
+class PenaltyCurriculum:
+    """The penalty scale's schedule (module docstring): where it starts, its floor and ceiling, and the
+    factor step per control step."""
+
+    init: float
+    floor: float
+    ceiling: float
+    degree: float
+
+
+PENALTY_CURRICULA: dict[str, Optional[PenaltyCurriculum]] = {
+    "fastsac": PenaltyCurriculum(init=0.5, floor=0.5, ceiling=1.0, degree=0.001),
+    "ppo": PenaltyCurriculum(init=0.1, floor=0.0, ceiling=1.0, degree=0.00025),
+    "off": None,
+}
+DEFAULT_PENALTY_CURRICULUM = "fastsac"
 PENALTY_DOWN, PENALTY_UP = 0.15, 0.75  # of the maximum episode length (150 and 750 of 1000 steps)
 EPISODE_AVERAGE_OVER = 1000  # finished episodes in the running mean of episode lengths
 TRACK_SIGMA = 0.25
@@ -131,17 +159,19 @@ class G1WalkFlat(G1TaskBase):
               "mean_episode_length")
 
     def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
-                 randomize: bool = True, reset_noise: bool = True, penalty_curriculum: bool = True,
-                 action_range: str = "pd") -> None:
+                 randomize: bool = True, reset_noise: bool = True,
+                 penalty_curriculum: str = DEFAULT_PENALTY_CURRICULUM, action_range: str = "pd") -> None:
         super().__init__(robot_xml, randomize, action_range)
-        self.penalty_curriculum = penalty_curriculum
+        if penalty_curriculum not in PENALTY_CURRICULA:
+            raise ValueError(f"task.penalty_curriculum={penalty_curriculum!r}: allowed {', '.join(PENALTY_CURRICULA)}")
+        self.penalty_curriculum = PENALTY_CURRICULA[penalty_curriculum]
         steps = round(EPISODE_SECONDS / self.control_dt) if max_episode_steps is None else int(max_episode_steps)
         if steps < 1:
             raise ValueError(f"task.max_episode_steps must be >= 1, got {steps}")
         self.reset_noise = reset_noise
         self.spec = EnvSpec(task=NAME, actor_obs_dim=ACTOR_OBS, critic_obs_dim=CRITIC_OBS,
                             action_dim=g1.NUM_JOINTS, max_episode_steps=steps, control_dt=self.control_dt,
-                            metric_names=("lin_vel_error", "ang_vel_error", "penalty_scale"),
+                            metric_names=METRIC_NAMES,
                             mirror=walk_mirror())
         self.command_steps = round(COMMAND_SECONDS / self.control_dt)
 
@@ -160,7 +190,7 @@ class G1WalkFlat(G1TaskBase):
         self._cmd_hi = torch.tensor(CMD_HI, **f32)
         self._zero_root = torch.tensor([0.0, 0.0, g1.ROOT_HEIGHT], **f32)
         # the penalty curriculum's state (module docstring): device scalars, updated without a sync
-        init = PENALTY_SCALE_INIT if self.penalty_curriculum else 1.0
+        init = self.penalty_curriculum.init if self.penalty_curriculum is not None else 1.0
         self.penalty_scale = torch.full((), init, **f32)
         self.mean_episode_length = torch.zeros((), **f32)
 
@@ -215,13 +245,14 @@ class G1WalkFlat(G1TaskBase):
         self.mean_episode_length.add_(w * (mean_now - self.mean_episode_length))
 
     def _update_penalty_scale(self) -> None:
-        if not self.penalty_curriculum:
+        c = self.penalty_curriculum
+        if c is None:
             return
         max_len = float(self.spec.max_episode_steps)
         avg = self.mean_episode_length
-        factor = torch.where(avg < PENALTY_DOWN * max_len, 1.0 - PENALTY_DEGREE,
-                             torch.where(avg > PENALTY_UP * max_len, 1.0 + PENALTY_DEGREE, 1.0))
-        self.penalty_scale.copy_((self.penalty_scale * factor).clamp(PENALTY_SCALE_MIN, PENALTY_SCALE_MAX))
+        factor = torch.where(avg < PENALTY_DOWN * max_len, 1.0 - c.degree,
+                             torch.where(avg > PENALTY_UP * max_len, 1.0 + c.degree, 1.0))
+        self.penalty_scale.copy_((self.penalty_scale * factor).clamp(c.floor, c.ceiling))
 
     def apply_action(self, actions: torch.Tensor, policy_actions: Optional[torch.Tensor] = None) -> torch.Tensor:
         # the state this action leads to is one control step later: advance the clock with it
@@ -291,26 +322,27 @@ class G1WalkFlat(G1TaskBase):
         }
 
     def metrics(self, sim) -> torch.Tensor:
-        """[N, 3]: |command_xy - base velocity_xy| (m/s, heading frame), |command_yaw - yaw rate| (rad/s)
-        (the tracking errors the walking criterion reads: Task/lin_vel_error, Task/ang_vel_error) and
-        the penalty curriculum's scale (Task/penalty_scale)."""
+        """[N, len(METRIC_NAMES)]: |command_xy - base velocity_xy| (m/s, heading frame), |command_yaw -
+        yaw rate| (rad/s) (the tracking errors the walking criterion reads: Task/lin_vel_error,
+        Task/ang_vel_error), the penalty curriculum's scale (Task/penalty_scale), then each reward
+        term's contribution to this step's reward (Task/rew_<term>; they sum to the reward)."""
         qpos, qvel = self._state(sim)
         quat = qpos[:, 3:7]
         v_heading = Q.rotate_inv(Q.yaw_quat(quat), qvel[:, 0:3])
         yaw_rate = Q.rotate(quat, qvel[:, 3:6])[:, 2]
         lin = (self.command[:, :2] - v_heading[:, :2]).norm(dim=1)
-        return torch.stack((lin, (self.command[:, 2] - yaw_rate).abs(), self.penalty_scale.expand_as(lin)), dim=1)
+        return torch.stack((lin, (self.command[:, 2] - yaw_rate).abs(), self.penalty_scale.expand_as(lin),
+                            *self._contributions(sim)), dim=1)
+
+    def _contributions(self, sim) -> list[torch.Tensor]:
+        """Each term's share of the reward [N], in WEIGHTS order: weight * dt * term, the penalties
+        (negative weights) times the curriculum's scale."""
+        terms = self.reward_terms(sim)
+        return [(w * self.control_dt) * terms[name] * (self.penalty_scale if w < 0 else 1.0)
+                for name, w in WEIGHTS.items()]
 
     def reward(self, sim) -> torch.Tensor:
-        terms = self.reward_terms(sim)
-        gains = torch.zeros_like(terms["alive"])
-        penalties = torch.zeros_like(gains)
-        for name, w in WEIGHTS.items():
-            if w > 0:
-                gains = gains + (w * self.control_dt) * terms[name]
-            else:
-                penalties = penalties + (w * self.control_dt) * terms[name]
-        return gains + self.penalty_scale * penalties
+        return torch.stack(self._contributions(sim), dim=0).sum(dim=0)
 
     def terminated(self, sim) -> torch.Tensor:
         qpos, qvel = self._state(sim)
