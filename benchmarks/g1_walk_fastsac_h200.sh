@@ -8,24 +8,31 @@
 # A budget longer than one device command (10 min) takes two calls, the second within the warm window:
 #   bash benchmarks/g1_walk_fastsac_h200.sh --start OUT_DIR MINUTES [key=value ...]  # train in its own session
 #   bash benchmarks/g1_walk_fastsac_h200.sh --collect OUT_DIR            # wait for it, then collect
+# Two runs side by side on a two-GPU machine (one GPU each; --launch returns at once):
+#   bash benchmarks/g1_walk_fastsac_h200.sh --launch $OUT/a 14.5 training.devices=[0] [key=value ...]
+#   bash benchmarks/g1_walk_fastsac_h200.sh --start $OUT/b 14.5 training.devices=[1] [key=value ...]
+#   then, next call: --collect $OUT/a; --collect $OUT/b
+# Each OUT_DIR's name keys its run directory and log under /tmp, so runs with different names never mix.
 set -uo pipefail
 mode=all
-case "${1:-}" in --start) mode=start; shift ;; --collect) mode=collect; shift ;; esac
+case "${1:-}" in --start) mode=start; shift ;; --launch) mode=launch; shift ;; --collect) mode=collect; shift ;; esac
 out=${1:?OUT_DIR}
 minutes=${2:-9}
 shift $(( $# < 2 ? $# : 2 ))  # what is left: configuration overrides, appended to the train command
 mkdir -p "$out"
 export PYTHONPATH=/tmp/duorl-site:$PWD/src DUORL_G1_XML=/tmp/duorl-site/assets/g1/g1.xml PYTHONUNBUFFERED=1
-run=/tmp/duorl-g1-walk
-log=/tmp/duorl-g1-walk.log
+name=$(basename "$out")
+run=/tmp/duorl-g1-walk-$name
+log=/tmp/duorl-g1-walk-$name.log
 cmd=(python3 -m duorl train --algo sac --task g1_walk_flat --sim mjwarp training.devices=[0]
      training.max_wall_minutes=$minutes training.log_interval=5 training.progress=false training.log_dir=$run "$@")
 if [ "$mode" != collect ]; then
   rm -rf "$run"
   echo "+ ${cmd[*]}" > "$log"
-  if [ "$mode" = start ]; then
+  if [ "$mode" = start ] || [ "$mode" = launch ]; then
     setsid nohup bash -c '"$@" >> '"$log"' 2>&1; echo "train rc=$?" >> '"$log" _ "${cmd[@]}" > /dev/null 2>&1 &
-    echo "started; collect with: bash benchmarks/g1_walk_fastsac_h200.sh --collect OUT_DIR"
+    echo "started $name; collect with: bash benchmarks/g1_walk_fastsac_h200.sh --collect $out"
+    [ "$mode" = launch ] && exit 0
     # keep this call (and so the machine) busy while it trains; return early if the run ends
     for _ in $(seq 112); do sleep 5; grep -q "train rc=" "$log" && break; done
     tail -5 "$log"
