@@ -54,9 +54,20 @@ def config_mismatches(saved: dict[str, Any], current: dict[str, Any]) -> list[st
     return out
 
 
-def load_resume(resume: str, current_config: dict[str, Any]) -> tuple[Path, dict[str, Any], ResumeState]:
+def missing_task_state(collector: dict[str, Any] | None, expected: tuple[str, ...]) -> list[str]:
+    """The task-state entries this version's task restores (`expected`) that the checkpoint's collector
+    snapshot lacks: a checkpoint written before the task kept them."""
+    task_state = ((collector or {}).get("env") or {}).get("task")
+    if task_state is None:
+        return []
+    return [k for k in expected if k not in task_state]
+
+
+def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tuple[str, ...] = ()
+                ) -> tuple[Path, dict[str, Any], ResumeState]:
     """Returns (checkpoint path, the learner's state, the runtime's resume state); raises ConfigError
-    naming the mismatching keys when the config cannot continue this checkpoint."""
+    naming the mismatching keys when the config cannot continue this checkpoint, or the task-state
+    entries (`task_state_keys`, what this version's task restores) the checkpoint lacks."""
     try:
         path = latest_checkpoint(Path(resume))
         data = load_checkpoint(path)
@@ -80,6 +91,15 @@ def load_resume(resume: str, current_config: dict[str, Any]) -> tuple[Path, dict
             "drop those overrides (or set them to the checkpoint's values); only " + ", ".join(MAY_DIFFER) + " may change",
         )
     runtime = data["runtime"]
+    missing = missing_task_state(runtime.get("collector"), task_state_keys)
+    if missing:
+        task = current_config.get("task", {}).get("name")
+        raise ConfigError(
+            "training.resume", resume,
+            f"{path} was written by an older duorl: its {task} task state lacks {', '.join(missing)}, which "
+            "this version's task restores", "a checkpoint written by this duorl version",
+            "start a new run, or resume it with the duorl version that wrote it",
+        )
     state = ResumeState(
         iteration=int(data["header"]["iteration"]),
         replay_generator=runtime["replay_generator"],

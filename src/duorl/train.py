@@ -164,7 +164,10 @@ def train(cfg: Config) -> int:
     if tr.resume:
         from duorl.resume import load_resume
 
-        ckpt_path, learner_state, resume_state = load_resume(tr.resume, config_to_dict(cfg))
+        from duorl.envs.registry import make_task
+
+        ckpt_path, learner_state, resume_state = load_resume(tr.resume, config_to_dict(cfg),
+                                                             _task_state_keys(make_task(cfg.task)))
         learner.load_state_dict(learner_state)
         resumed_from = {
             "checkpoint": str(ckpt_path),
@@ -290,6 +293,12 @@ def train(cfg: Config) -> int:
     print(msg, flush=True)
     print(f"duorl: run directory {run_dir}", flush=True)
     return 0
+
+
+def _task_state_keys(task: Any) -> tuple[str, ...]:
+    """The names of the task's resume state (tasks.base: the optional state_keys()), none if it has none."""
+    keys = getattr(task, "state_keys", None)
+    return tuple(keys()) if keys is not None else ()
 
 
 def _after_training(cfg: Config, run_dir: Path, learner: Any, spec: Any) -> dict[str, Any]:

@@ -91,3 +91,31 @@ def test_corrupt_checkpoint_is_a_clear_error_and_keeps_the_previous(tmp_path):
     assert good.read_bytes() == before
     shutil.copy(good, tmp_path / "copy.pt")
     assert load_checkpoint(tmp_path / "copy.pt")["header"]["iteration"] == 2
+
+
+def test_a_checkpoint_without_the_tasks_state_is_refused_early(tmp_path):
+    """A checkpoint whose task state lacks an entry this version's task restores (written before the
+    task kept it) stops the resume with the missing names, before any process is started."""
+    first = tmp_path / "first"
+    r = run_duorl(first, "algo.max_iterations=2", "training.num_envs=2", *COMMON, task="g1_walk_flat")
+    assert r.returncode == 0, r.stderr[-3000:]
+    final = first / "checkpoints" / "final.pt"
+    data = torch.load(final, weights_only=False)
+    task_state = data["runtime"]["collector"]["env"]["task"]
+    del task_state["last_policy_action"], task_state["prev_policy_action"]
+    old = tmp_path / "old.pt"
+    torch.save(data, old)
+    r = run_duorl(tmp_path / "again", "algo.max_iterations=4", "training.num_envs=2", *COMMON,
+                  f"training.resume={old}", task="g1_walk_flat")
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert "older duorl" in r.stderr and "last_policy_action, prev_policy_action" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_task_state_names_only_what_is_absent():
+    from duorl.resume import missing_task_state
+
+    snap = {"env": {"task": {"a": 1, "b": 2}}}
+    assert missing_task_state(snap, ("a", "b", "c")) == ["c"]
+    assert missing_task_state(snap, ()) == []
+    assert missing_task_state(None, ("a",)) == []  # no collector snapshot: nothing to check

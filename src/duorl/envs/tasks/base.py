@@ -28,6 +28,8 @@ Optional members a task may define (looked up with getattr; the pendulum has non
                                           randomisation), applied with Backend.set_model_fields
     mjwarp_put_data_kwargs: dict          contact/constraint capacities for MuJoCo Warp (nconmax, njmax)
     state_dict() / load_state_dict(state) the task's buffers, for exact resume
+    state_keys() -> tuple[str, ...]       the names state_dict() returns, known before bind() (a
+                                          resume checks a checkpoint against them before building)
 A task that draws random numbers during an episode (advance) keeps the generator reset() received.
 """
 

@@ -146,6 +146,9 @@ class G1TaskBase:
     # -- exact resume --------------------------------------------------------------------------
     _STATE: tuple[str, ...] = ("last_action", "prev_action", "last_policy_action", "prev_policy_action")
 
+    def state_keys(self) -> tuple[str, ...]:
+        return self._STATE
+
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {k: getattr(self, k).clone() for k in self._STATE}
 
