@@ -11,11 +11,12 @@ launch-bound duo by 21%; a higher cost per launch under MPS would explain that.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 
 import torch
+
+from duorl.bench.report import emit
 
 
 def main() -> int:
@@ -51,10 +52,7 @@ def main() -> int:
     graph = (time.perf_counter() - t0) / (replays * per_graph) * 1e6
     out = {"mps_pipe": os.environ.get("CUDA_MPS_PIPE_DIRECTORY"), "gpu": torch.cuda.get_device_name(0),
            "launches": a.launches, "eager_us_per_launch": round(eager, 3), "graph_us_per_kernel": round(graph, 3)}
-    print(json.dumps(out))
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=1)
+    emit(out, a.out)
     return 0
 
 

@@ -25,6 +25,7 @@ import mujoco
 import torch
 
 from duorl.bench.collector import _measure, build_collector_tick
+from duorl.bench.report import emit
 from duorl.config.load import load_config
 from duorl.envs.g1 import model as g1_model
 from duorl.envs.tasks import g1_common
@@ -134,10 +135,7 @@ def main() -> int:
             r = run_arm(cfg, arm, a.num_envs, a.warmup, a.ticks)
             print(json.dumps(r), flush=True)
             runs.append(r)
-    out = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(0), "runs": runs}
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=1)
+    emit({"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(0), "runs": runs}, a.out)
     return 0
 
 
