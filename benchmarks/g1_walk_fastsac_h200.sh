@@ -11,7 +11,8 @@
 # Two runs side by side on a two-GPU machine (one GPU each; --launch returns at once):
 #   bash benchmarks/g1_walk_fastsac_h200.sh --launch $OUT/a 14.5 training.devices=[0] [key=value ...]
 #   bash benchmarks/g1_walk_fastsac_h200.sh --start $OUT/b 14.5 training.devices=[1] [key=value ...]
-#   then, next call: --collect $OUT/a; --collect $OUT/b
+#   then, next call: DUORL_WALK_TAR=1 bash ... --collect $OUT/a; DUORL_WALK_TAR=1 bash ... --collect $OUT/b
+#   (DUORL_WALK_TAR=1 packs each OUT_DIR into OUT_DIR.tgz: a device call returns at most 8 files)
 # Each OUT_DIR's name keys its run directory and log under /tmp, so runs with different names never mix.
 set -uo pipefail
 mode=all
@@ -56,4 +57,10 @@ for k in ("Train/mean_episode_length", "Task/lin_vel_error", "Task/ang_vel_error
           "Train/mean_episode_return", "Perf/env_steps_per_s", "Perf/iteration_ms", "Perf/learner_train_ms",
           "Perf/collector_tick_ms"):
     print(k, m.get(k))
+for k in sorted(m):
+    if k.startswith("Task/rew_"):
+        print(k, round(m[k], 5))
 PY
+if [ "${DUORL_WALK_TAR:-0}" = 1 ]; then
+  tar -C "$(dirname "$out")" -czf "$out.tgz" "$(basename "$out")" && rm -rf "$out" && echo "packed $out.tgz"
+fi
