@@ -14,6 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from duorl.bench.collector import build_collector_tick
 from duorl.config.load import load_config
+from duorl.envs.base import Uniforms
 
 
 class Count(TorchDispatchMode):
@@ -40,7 +41,8 @@ def main() -> None:
     parts = {
         "whole tick": lambda: tick.run(1, 1),
         "actor.explore": lambda: tick.actor.explore(tick.obs["actor"], tick.generator),
-        "task.reset (every tick, masked)": lambda: task.reset(torch.zeros(64, dtype=torch.bool), env.generator),
+        "task.reset (every tick, masked)": lambda: task.reset(torch.zeros(64, dtype=torch.bool),
+                                                              Uniforms(env._draw_uniforms())),
         "task.reward": lambda: task.reward(env.backend),
         "task.observe (twice a tick)": lambda: task.observe(env.backend),
         "task.terminated": lambda: task.terminated(env.backend),

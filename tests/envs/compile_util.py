@@ -54,11 +54,13 @@ def step_compiled_vs_plain(compiled: TaskVecEnv, actions: torch.Tensor) -> tuple
     done = 0
     for fn_c, fn_p, is_after in ((compiled._before_physics, compiled._before_physics_eager, False),
                                  (compiled._after_physics, compiled._after_physics_eager, True)):
+        # the step's random numbers are drawn eagerly, once, and handed to both versions
+        args = (actions, compiled._draw_uniforms()) if is_after else (actions,)
         state = _clone(compiled.state_dict())
-        out_c = _clone(fn_c(actions))
+        out_c = _clone(fn_c(*args))
         state_c = _clone(compiled.state_dict())
         compiled.load_state_dict(state)
-        out_p = _clone(fn_p(actions))
+        out_p = _clone(fn_p(*args))
         state_p = _clone(compiled.state_dict())
         assert_close_tree(out_c, out_p, "after_physics" if is_after else "before_physics")
         assert_close_tree(state_c, state_p, "state")

@@ -95,3 +95,28 @@ class VecEnv(Protocol):
              ) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]: ...
 
     def close(self) -> None: ...
+
+
+class Uniforms:
+    """One env step's uniform [0, 1) numbers, drawn by the VecEnv in one call ([N, K], K the task's
+    `uniforms_per_step`) and handed out in the order the task asks for them: `rand(n, *shape)` is the
+    next prod(shape) columns. A compiled step reads slices of a tensor here instead of calling
+    torch.rand(generator=...), which dynamo cannot trace (each such call split the compiled step)."""
+
+    def __init__(self, block: torch.Tensor) -> None:
+        self.block = block
+        self._pos = 0
+
+    def rand(self, n: int, *shape: int) -> torch.Tensor:
+        width = 1
+        for d in shape:
+            width *= d
+        k = self.block.shape[1]
+        if n != self.block.shape[0] or self._pos + width > k:
+            raise ValueError(f"a task asked for uniforms [{n}, {', '.join(map(str, shape))}] after using {self._pos} "
+                             f"of the {k} per env it declares (uniforms_per_step) for {self.block.shape[0]} envs: "
+                             "raise the task's uniforms_per_step to what one step's advance() and reset() draw")
+        out = self.block[:, self._pos:self._pos + width]
+        self._pos += width
+        return out.reshape(n, *shape)
+

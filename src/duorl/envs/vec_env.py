@@ -13,7 +13,7 @@ import torch
 
 from duorl.compiling import maybe_compile
 from duorl.envs.backends.base import Backend
-from duorl.envs.base import EnvSpec, Obs
+from duorl.envs.base import EnvSpec, Obs, Uniforms
 from duorl.envs.tasks.base import Task
 
 
@@ -111,6 +111,9 @@ class TaskVecEnv:
         self._task_truncated = getattr(task, "truncated", None)
         # metrics(sim) -> [N, M]: per-env diagnostics of the post-step state, in spec.metric_names order
         self._metrics = getattr(task, "metrics", None) if self.spec.metric_names else None
+        # reward_and_metrics(sim) -> (reward, metrics): both from one pass, when the metrics break the
+        # reward down (g1_walk_flat's Task/rew_*)
+        self._reward_and_metrics = getattr(task, "reward_and_metrics", None) if self._metrics is not None else None
 
         n, dev = self.num_envs, self.device
         self._ep_return = torch.zeros(n, dtype=torch.float32, device=dev)
@@ -128,19 +131,25 @@ class TaskVecEnv:
         self.phase_timer: Any = None
         # sim.tick_compile: the tensor code around the physics, compiled into a few fused kernels
         # (the task's rewards, observations and resets are hundreds of small ops per step, which a
-        # captured tick would replay one by one). Random draws from `generator` stay eager between
-        # the compiled pieces, so the random stream is the same either way.
+        # captured tick would replay one by one). The step's random numbers are one eager draw from
+        # `generator` before the compiled piece (Uniforms), so the random stream is the same either
+        # way and nothing inside splits the compiled graph.
+        self._uniforms_per_step = int(getattr(task, "uniforms_per_step", 0))
         self.compiled = bool(compile)
         self._before_physics = maybe_compile(self._before_physics_eager, self.compiled)
         self._after_physics = maybe_compile(self._after_physics_eager, self.compiled)
 
-    def _reset_where(self, mask: torch.Tensor) -> None:
-        qpos, qvel = self.task.reset(mask, self.generator)
+    def _draw_uniforms(self) -> torch.Tensor:
+        """This step's random numbers [N, uniforms_per_step], one draw from the env's generator."""
+        return torch.rand(self.num_envs, self._uniforms_per_step, generator=self.generator, device=self.device)
+
+    def _reset_where(self, mask: torch.Tensor, rng: Uniforms) -> None:
+        qpos, qvel = self.task.reset(mask, rng)
         self.backend.reset_envs(mask, qpos, qvel)
 
     def reset(self) -> Obs:
         """Start a new episode in every env."""
-        self._reset_where(self._all)
+        self._reset_where(self._all, Uniforms(self._draw_uniforms()))
         self._ep_return.zero_()
         self._ep_length.zero_()
         return self.task.observe(self.backend)
@@ -153,7 +162,7 @@ class TaskVecEnv:
         else:
             with self.phase_timer.phase("collector_backend_step_ms"):
                 self.backend.step(ctrl)
-        return self._after_physics(actions)
+        return self._after_physics(actions, self._draw_uniforms())
 
     def _before_physics_eager(self, actions: torch.Tensor, policy_actions: torch.Tensor | None = None) -> torch.Tensor:
         """The task's action transform (and the NaN hooks' bookkeeping): the controls to simulate."""
@@ -166,19 +175,26 @@ class TaskVecEnv:
             self.nan_snapshot.before_step(sim)
         return self.task.apply_action(actions, policy_actions)
 
-    def _after_physics_eager(self, actions: torch.Tensor) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    def _after_physics_eager(self, actions: torch.Tensor, uniforms: torch.Tensor
+                             ) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """Rewards, terminations, the NaN guard, episode bookkeeping and auto-reset of the state the
-        physics just reached."""
+        physics just reached; `uniforms` [N, uniforms_per_step]: the step's random numbers."""
         task, sim = self.task, self.backend
+        rng = Uniforms(uniforms)
         # before advance(): a task may redraw what the metrics compare against (a walking command)
-        metrics = self._metrics(sim).float().mean(dim=0) if self._metrics is not None else None
+        reward = None
+        if self._reward_and_metrics is not None and self._evaluate is None:
+            reward, per_env = self._reward_and_metrics(sim)
+            metrics = per_env.float().mean(dim=0)
+        else:
+            metrics = self._metrics(sim).float().mean(dim=0) if self._metrics is not None else None
         if self._evaluate is not None:  # one pass for all three (shared kinematics)
             reward, terminated, final_obs = self._evaluate(sim)
         else:
-            reward = task.reward(sim)
+            reward = task.reward(sim) if reward is None else reward
             terminated = task.terminated(sim)
             if self._advance is not None:
-                self._advance(sim)
+                self._advance(sim, rng)
             final_obs = task.observe(sim)
         self._ep_length += 1
         truncated = self._ep_length >= self._max_steps
@@ -207,7 +223,7 @@ class TaskVecEnv:
         self._ep_return.masked_fill_(done, 0.0)
         self._ep_length.masked_fill_(done, 0)
 
-        self._reset_where(done)
+        self._reset_where(done, rng)
         obs = _select(done, task.observe(sim), final_obs)
         if bad is not None:
             final_obs = _select(bad, obs, final_obs)

@@ -8,16 +8,17 @@ loop over environments, and stays capturable in a CUDA graph.
 The generic VecEnv calls, per step:
     ctrl = task.apply_action(actions, policy_actions)   # before physics
     backend.step(ctrl)
+    rng = Uniforms(torch.rand(N, task.uniforms_per_step, generator=env.generator))  # one draw a step
     reward, terminated = task.reward(sim), task.terminated(sim)
-    task.advance(sim)                          # optional
+    task.advance(sim, rng)                     # optional
     truncated |= task.truncated(sim)           # optional
     final_obs = task.observe(sim)
-    qpos, qvel = task.reset(done, generator)   # candidates; only rows where done is True are used
+    qpos, qvel = task.reset(done, rng)         # candidates; only rows where done is True are used
     backend.reset_envs(done, qpos, qvel)
     obs = task.observe(sim) where done, final_obs elsewhere
 
 Optional members a task may define (looked up with getattr; the pendulum has none):
-    advance(sim) -> None                  per-step task state that must change *after* the reward of
+    advance(sim, rng) -> None             per-step task state that must change *after* the reward of
                                           the step (e.g. redrawing a command the next obs shows)
     truncated(sim) -> [N] bool            the task's own time limit (a reference clip that ends)
     evaluate(sim) -> (reward, terminated, obs)
@@ -26,11 +27,15 @@ Optional members a task may define (looked up with getattr; the pendulum has non
     model_randomization(num_envs, generator) -> {MjModel field: [N, *shape]}
                                           per-env model fields drawn once at build (domain
                                           randomisation), applied with Backend.set_model_fields
+    metrics(sim) -> [N, M]                per-env diagnostics in spec.metric_names order (Task/<name>)
+    reward_and_metrics(sim) -> (reward, metrics)
+                                          both from one pass (used if present, with metrics)
     mjwarp_put_data_kwargs: dict          contact/constraint capacities for MuJoCo Warp (nconmax, njmax)
     state_dict() / load_state_dict(state) the task's buffers, for exact resume
     state_keys() -> tuple[str, ...]       the names state_dict() returns, known before bind() (a
                                           resume checks a checkpoint against them before building)
-A task that draws random numbers during an episode (advance) keeps the generator reset() received.
+Random numbers: a task declares `uniforms_per_step` (how many uniforms per env one step's advance()
+and reset() draw together) and takes them from the `rng` (envs.base.Uniforms) it is handed.
 """
 
 from __future__ import annotations
@@ -41,13 +46,15 @@ import mujoco
 import torch
 
 from duorl.envs.backends.base import Backend
-from duorl.envs.base import EnvSpec, Obs
+from duorl.envs.base import EnvSpec, Obs, Uniforms
 
 
 class Task(Protocol):
     spec: EnvSpec
     # physics steps per control step: spec.control_dt == substeps * model timestep
     substeps: int
+    # uniforms per env that one step's advance() and reset() draw together (Uniforms)
+    uniforms_per_step: int
 
     def mj_model(self) -> mujoco.MjModel:
         """The MuJoCo model that a backend batches (built fresh on each call)."""
@@ -57,7 +64,7 @@ class Task(Protocol):
         """Allocate the task's per-env buffers (commands, last actions, phases) on `device`."""
         ...
 
-    def reset(self, mask: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def reset(self, mask: torch.Tensor, rng: Uniforms) -> tuple[torch.Tensor, torch.Tensor]:
         """Reset the task's own buffers where mask [N] is True and return candidate initial
         qpos [N, nq] and qvel [N, nv] for the whole batch (rows where mask is False are ignored).
         Draws the same random numbers whatever the mask, so rollouts depend only on the seed."""

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import mujoco
 import torch
 
+from duorl.envs.base import Uniforms
 from duorl.envs.g1 import model as g1
 from duorl.envs.g1.assets import resolve_g1_xml
 
@@ -73,7 +74,6 @@ class G1TaskBase:
         self.last_policy_action = torch.zeros(num_envs, g1.NUM_JOINTS, **f32)
         self.prev_policy_action = torch.zeros(num_envs, g1.NUM_JOINTS, **f32)
         self._ctrl = torch.zeros(num_envs, g1.NUM_JOINTS, **f32)
-        self._generator: Optional[torch.Generator] = None
 
     def body_id(self, name: str) -> int:
         return self.layout.body_ids[name]
@@ -90,10 +90,10 @@ class G1TaskBase:
         return self._ctrl
 
     # -- helpers for subclasses ----------------------------------------------------------------
-    def _uniform(self, generator: torch.Generator, *shape: int, lo: float | torch.Tensor = 0.0,
+    @staticmethod
+    def _uniform(rng: Uniforms, *shape: int, lo: float | torch.Tensor = 0.0,
                  hi: float | torch.Tensor = 1.0) -> torch.Tensor:
-        u = torch.rand(*shape, generator=generator, device=self._device)
-        return lo + (hi - lo) * u
+        return lo + (hi - lo) * rng.rand(*shape)
 
     def _state(self, sim: Any) -> tuple[torch.Tensor, torch.Tensor]:
         return sim.qpos.to(torch.float32), sim.qvel.to(torch.float32)

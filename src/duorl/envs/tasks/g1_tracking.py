@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from duorl.envs import quat as Q
-from duorl.envs.base import EnvSpec, Obs
+from duorl.envs.base import EnvSpec, Obs, Uniforms
 from duorl.envs.g1 import model as g1
 from duorl.envs.kinematics import BodyKinematics, Frames
 from duorl.envs.motion.clip import MotionClip, load_clip, resample
@@ -106,6 +106,8 @@ class G1MotionTracking(G1TaskBase):
     """See the module docstring; implements `tasks.base.Task`."""
 
     _STATE = G1TaskBase._STATE + ("frame",)
+    # reset(): a start frame 1, root pose noise 6, root velocity noise 6, joint noise 29
+    uniforms_per_step = 1 + 6 + 6 + NJ
 
     def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
                  motion_file: Optional[str] = None, randomize: bool = True, reset_noise: bool = True,
@@ -156,13 +158,13 @@ class G1MotionTracking(G1TaskBase):
         self._ee_idx = torch.tensor(END_EFFECTORS, dtype=torch.long, device=dev)
 
     # -- Task protocol -------------------------------------------------------------------------
-    def reset(self, mask: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def reset(self, mask: torch.Tensor, rng: Uniforms) -> tuple[torch.Tensor, torch.Tensor]:
         n = self._num_envs
         # a start frame with at least one frame after it
-        start = (self._uniform(generator, n) * (self.clip_frames - 1)).long().clamp_max(self.clip_frames - 2)
-        pose = self._uniform(generator, n, 6, lo=-self._pose_noise, hi=self._pose_noise)
-        vel = self._uniform(generator, n, 6, lo=-self._vel_noise, hi=self._vel_noise)
-        jnoise = self._uniform(generator, n, NJ, lo=-JOINT_NOISE, hi=JOINT_NOISE)
+        start = (self._uniform(rng, n) * (self.clip_frames - 1)).long().clamp_max(self.clip_frames - 2)
+        pose = self._uniform(rng, n, 6, lo=-self._pose_noise, hi=self._pose_noise)
+        vel = self._uniform(rng, n, 6, lo=-self._vel_noise, hi=self._vel_noise)
+        jnoise = self._uniform(rng, n, NJ, lo=-JOINT_NOISE, hi=JOINT_NOISE)
         if not self.reset_noise:
             pose, vel, jnoise = pose * 0.0, vel * 0.0, jnoise * 0.0
 

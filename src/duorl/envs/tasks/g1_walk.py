@@ -49,7 +49,7 @@ from typing import Optional
 import torch
 
 from duorl.envs import quat as Q
-from duorl.envs.base import EnvSpec, Mirror, Obs
+from duorl.envs.base import EnvSpec, Mirror, Obs, Uniforms
 from duorl.envs.g1 import model as g1
 from duorl.envs.kinematics import BodyKinematics
 from duorl.envs.tasks.g1_common import G1TaskBase, root_yaw_quat, wrap_angle
@@ -157,6 +157,8 @@ class G1WalkFlat(G1TaskBase):
 
     _STATE = G1TaskBase._STATE + ("command", "phase", "gait_freq", "steps", "penalty_scale",
               "mean_episode_length")
+    # advance(): a command (3 + 1); reset(): yaw 1, joint scale 29, a command 4, phase 1, gait frequency 1
+    uniforms_per_step = 4 + (1 + g1.NUM_JOINTS + 4 + 1 + 1)
 
     def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
                  randomize: bool = True, reset_noise: bool = True,
@@ -195,10 +197,10 @@ class G1WalkFlat(G1TaskBase):
         self.mean_episode_length = torch.zeros((), **f32)
 
     # -- command and clock ---------------------------------------------------------------------
-    def _draw_commands(self, generator: torch.Generator) -> torch.Tensor:
+    def _draw_commands(self, rng: Uniforms) -> torch.Tensor:
         n = self._num_envs
-        cmd = self._uniform(generator, n, 3, lo=self._cmd_lo, hi=self._cmd_hi)
-        stand = torch.rand(n, 1, generator=generator, device=self._device) < STAND_PROB
+        cmd = self._uniform(rng, n, 3, lo=self._cmd_lo, hi=self._cmd_hi)
+        stand = rng.rand(n, 1) < STAND_PROB
         return cmd.masked_fill(stand, 0.0)
 
     def standing(self) -> torch.Tensor:
@@ -210,14 +212,13 @@ class G1WalkFlat(G1TaskBase):
         return torch.where(self.standing().unsqueeze(1), torch.full_like(both, math.pi), both)
 
     # -- Task protocol -------------------------------------------------------------------------
-    def reset(self, mask: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        self._generator = generator  # commands are redrawn mid-episode (advance) from the same stream
+    def reset(self, mask: torch.Tensor, rng: Uniforms) -> tuple[torch.Tensor, torch.Tensor]:
         n, dev = self._num_envs, self._device
-        yaw = self._uniform(generator, n, lo=-math.pi, hi=math.pi)
-        scale = self._uniform(generator, n, g1.NUM_JOINTS, lo=RESET_JOINT_SCALE[0], hi=RESET_JOINT_SCALE[1])
-        cmd = self._draw_commands(generator)
-        phase0 = self._uniform(generator, n, lo=-math.pi, hi=math.pi)
-        freq = self._uniform(generator, n, lo=GAIT_FREQ[0], hi=GAIT_FREQ[1])
+        yaw = self._uniform(rng, n, lo=-math.pi, hi=math.pi)
+        scale = self._uniform(rng, n, g1.NUM_JOINTS, lo=RESET_JOINT_SCALE[0], hi=RESET_JOINT_SCALE[1])
+        cmd = self._draw_commands(rng)
+        phase0 = self._uniform(rng, n, lo=-math.pi, hi=math.pi)
+        freq = self._uniform(rng, n, lo=GAIT_FREQ[0], hi=GAIT_FREQ[1])
         if not self.reset_noise:
             yaw, scale = torch.zeros_like(yaw), torch.ones_like(scale)
 
@@ -260,14 +261,13 @@ class G1WalkFlat(G1TaskBase):
         self.phase.copy_(wrap_angle(self.phase + 2.0 * math.pi * self.control_dt * self.gait_freq))
         return super().apply_action(actions, policy_actions)
 
-    def advance(self, sim) -> None:
+    def advance(self, sim, rng: Uniforms) -> None:
         """After rewards and terminations: redraw the command every COMMAND_SECONDS (the next
         observation shows it; the reward just computed used the old one)."""
-        assert self._generator is not None, "reset() first"
         self._update_penalty_scale()
         redraw = (self.steps % self.command_steps) == 0
         # drawn for every env every step, so the random stream never depends on which envs redraw
-        self.command.copy_(self._masked(redraw, self._draw_commands(self._generator), self.command))
+        self.command.copy_(self._masked(redraw, self._draw_commands(rng), self.command))
 
     def observe(self, sim) -> Obs:
         qpos, qvel = self._state(sim)
@@ -326,13 +326,20 @@ class G1WalkFlat(G1TaskBase):
         yaw rate| (rad/s) (the tracking errors the walking criterion reads: Task/lin_vel_error,
         Task/ang_vel_error), the penalty curriculum's scale (Task/penalty_scale), then each reward
         term's contribution to this step's reward (Task/rew_<term>; they sum to the reward)."""
+        return self.reward_and_metrics(sim)[1]
+
+    def reward_and_metrics(self, sim) -> tuple[torch.Tensor, torch.Tensor]:
+        """reward(sim) and metrics(sim) from one evaluation of the reward terms (the VecEnv's step
+        uses this: the terms are hundreds of small ops)."""
+        contributions = self._contributions(sim)
         qpos, qvel = self._state(sim)
         quat = qpos[:, 3:7]
         v_heading = Q.rotate_inv(Q.yaw_quat(quat), qvel[:, 0:3])
         yaw_rate = Q.rotate(quat, qvel[:, 3:6])[:, 2]
         lin = (self.command[:, :2] - v_heading[:, :2]).norm(dim=1)
-        return torch.stack((lin, (self.command[:, 2] - yaw_rate).abs(), self.penalty_scale.expand_as(lin),
-                            *self._contributions(sim)), dim=1)
+        metrics = torch.stack((lin, (self.command[:, 2] - yaw_rate).abs(), self.penalty_scale.expand_as(lin),
+                               *contributions), dim=1)
+        return torch.stack(contributions, dim=0).sum(dim=0), metrics
 
     def _contributions(self, sim) -> list[torch.Tensor]:
         """Each term's share of the reward [N], in WEIGHTS order: weight * dt * term, the penalties

@@ -16,7 +16,7 @@ import mujoco
 import torch
 
 from duorl.envs.backends.base import Backend
-from duorl.envs.base import EnvSpec, Obs
+from duorl.envs.base import EnvSpec, Obs, Uniforms
 
 NAME = "pendulum_swingup"
 MAX_TORQUE = 2.0  # N m, the motor's ctrlrange
@@ -37,6 +37,7 @@ class PendulumSwingup:
     """The swing-up pendulum task (see module docstring); implements `tasks.base.Task`."""
 
     substeps = SUBSTEPS
+    uniforms_per_step = 2  # reset(): angle and velocity noise
 
     def __init__(self, max_episode_steps: Optional[int] = None) -> None:
         steps = DEFAULT_EPISODE_STEPS if max_episode_steps is None else int(max_episode_steps)
@@ -60,8 +61,8 @@ class PendulumSwingup:
         self._device = torch.device(device)
         self._u = torch.zeros(num_envs, 1, device=self._device)  # last torque, for the control cost
 
-    def reset(self, mask: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        noise = torch.rand(self._num_envs, 2, device=self._device, generator=generator) * 2.0 - 1.0
+    def reset(self, mask: torch.Tensor, rng: Uniforms) -> tuple[torch.Tensor, torch.Tensor]:
+        noise = rng.rand(self._num_envs, 2) * 2.0 - 1.0
         qpos = math.pi + RESET_ANGLE_NOISE * noise[:, :1]
         qvel = RESET_VEL_NOISE * noise[:, 1:]
         return qpos, qvel
