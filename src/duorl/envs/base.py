@@ -107,6 +107,11 @@ class Uniforms:
         self.block = block
         self._pos = 0
 
+    @property
+    def used(self) -> int:
+        """Uniforms per env handed out so far."""
+        return self._pos
+
     def rand(self, n: int, *shape: int) -> torch.Tensor:
         width = 1
         for d in shape:
