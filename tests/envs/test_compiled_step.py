@@ -69,3 +69,18 @@ def test_g1_step_tensor_code_traces_without_graph_breaks(task):
             e = torch._dynamo.explain(fn)(sim)
         assert e.graph_count == 1 and e.graph_break_count == 0, (name, [str(r.reason)[:200] for r in e.break_reasons])
         assert e.op_count > 10, name  # the work is inside the one graph
+
+
+@pytest.mark.parametrize("task", ["pendulum_swingup", "g1_walk_flat", "g1_motion_tracking"])
+def test_the_whole_step_tensor_code_is_one_graph(task):
+    """Both compiled pieces of a step, the one after the physics with its advance() and resets included,
+    trace as single graphs: the step's random numbers come in as one tensor (envs.base.Uniforms), so no
+    torch.rand(generator=...) splits them (it did: 32 compiled regions per G1 tick)."""
+    env, _ = _env(task, compile=False, n=4)
+    actions = torch.zeros(env.num_envs, env.spec.action_dim)
+    pieces = [("before physics", env._before_physics_eager, (actions, actions)),
+              ("after physics", env._after_physics_eager, (actions, env._draw_uniforms()))]
+    for name, fn, args in pieces:
+        with torch.no_grad():
+            e = torch._dynamo.explain(fn)(*args)
+        assert e.graph_count == 1 and e.graph_break_count == 0, (name, [str(r.reason)[:200] for r in e.break_reasons])
