@@ -140,7 +140,7 @@ class RunDirectory:
 def train(cfg: Config) -> int:
     """Run one training job; returns the process exit code (0 completed or interrupted, 1 failed)."""
     from duorl.algos.registry import make_actor, make_learner
-    from duorl.envs.registry import env_spec, make_vec_env
+    from duorl.envs.registry import make_task, make_vec_env
     from duorl.runtime.duo import Duo, DuoSettings
     from duorl.telemetry.summary import device_record, host_record, package_versions, write_json_atomic
 
@@ -152,22 +152,21 @@ def train(cfg: Config) -> int:
         return mps
     if tr.torch_threads > 0:
         torch.set_num_threads(tr.torch_threads)
-    spec = env_spec(cfg.task)
+    task = make_task(cfg.task)  # unbound: shapes and state names, no simulation
+    spec = task.spec
     run_dir = Path(tr.log_dir) if tr.log_dir else default_run_dir(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
     print(f"duorl: run directory {run_dir}", flush=True)
 
-    torch.manual_seed(derive_seed(tr.seed, "learner"))
-    learner = make_learner(algo, spec, device, derive_seed(tr.seed, "learner"))
-    resume_state, resumed_from = None, None
-    if tr.resume:
+    resume_state, resumed_from, learner_state = None, None, None
+    if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
         from duorl.resume import load_resume
 
-        from duorl.envs.registry import make_task
-
-        ckpt_path, learner_state, resume_state = load_resume(tr.resume, config_to_dict(cfg),
-                                                             _task_state_keys(make_task(cfg.task)))
+        ckpt_path, learner_state, resume_state = load_resume(tr.resume, config_to_dict(cfg), _task_state_keys(task))
+    torch.manual_seed(derive_seed(tr.seed, "learner"))
+    learner = make_learner(algo, spec, device, derive_seed(tr.seed, "learner"))
+    if tr.resume:
         learner.load_state_dict(learner_state)
         resumed_from = {
             "checkpoint": str(ckpt_path),

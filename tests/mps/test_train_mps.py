@@ -25,7 +25,7 @@ def spies(monkeypatch):
         return f
 
     monkeypatch.setattr(duorl.envs.registry, "make_vec_env", spy("env"))
-    monkeypatch.setattr(duorl.envs.registry, "env_spec", spy("env_spec"))
+    monkeypatch.setattr(duorl.envs.registry, "make_task", spy("task"))  # what train() builds first
     monkeypatch.setattr(duorl.algos.registry, "make_learner", spy("learner"))
     monkeypatch.setattr(duorl.runtime.duo.Duo, "run", spy("collector"))
     return built

@@ -138,7 +138,8 @@ class TaskConfig:
     penalty_curriculum: Optional[str] = None
 
 
-PENALTY_CURRICULA = ("fastsac", "ppo", "off")
+ACTION_RANGES = ("pd", "joint_limits")  # task.action_range (G1 tasks)
+PENALTY_CURRICULA = ("fastsac", "ppo", "off")  # task.penalty_curriculum (g1_walk_flat)
 
 
 @dataclass

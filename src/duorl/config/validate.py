@@ -14,7 +14,7 @@ from duorl.config.catalog import available_tasks
 from duorl.config.devices import ALLOWED as DEVICES_ALLOWED
 from duorl.config.devices import entry_kind, resolve_device
 from duorl.config.errors import ConfigError
-from duorl.config.schema import ALGOS, PENALTY_CURRICULA, SIMS, Config
+from duorl.config.schema import ACTION_RANGES, ALGOS, PENALTY_CURRICULA, SIMS, Config
 
 __all__ = ["validate", "resolve_device", "BUILT_ALGOS"]
 
@@ -121,9 +121,8 @@ def _check_names(cfg: Config) -> None:
     if cfg.task.name not in tasks:
         raise ConfigError("task.name", cfg.task.name, "unknown task", ", ".join(tasks) or "(no task registered)",
                           "pick one with --task (see `duorl train --help`)")
-    ranges = ("pd", "joint_limits")
-    if cfg.task.action_range not in ranges:
-        raise ConfigError("task.action_range", cfg.task.action_range, "unknown action range", ", ".join(ranges),
+    if cfg.task.action_range not in ACTION_RANGES:
+        raise ConfigError("task.action_range", cfg.task.action_range, "unknown action range", ", ".join(ACTION_RANGES),
                           "set task.action_range=pd (the default) or task.action_range=joint_limits")
     if cfg.task.action_range != "pd" and not cfg.task.name.startswith("g1_"):
         raise ConfigError("task.action_range", cfg.task.action_range, f"only the G1 tasks choose an action range, "

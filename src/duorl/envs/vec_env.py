@@ -181,17 +181,20 @@ class TaskVecEnv:
         physics just reached; `uniforms` [N, uniforms_per_step]: the step's random numbers."""
         task, sim = self.task, self.backend
         rng = Uniforms(uniforms)
-        # before advance(): a task may redraw what the metrics compare against (a walking command)
-        reward = None
-        if self._reward_and_metrics is not None and self._evaluate is None:
-            reward, per_env = self._reward_and_metrics(sim)
-            metrics = per_env.float().mean(dim=0)
-        else:
-            metrics = self._metrics(sim).float().mean(dim=0) if self._metrics is not None else None
-        if self._evaluate is not None:  # one pass for all three (shared kinematics)
+        # metrics before advance(): a task may redraw what they compare against (a walking command)
+        metrics = None
+        if self._evaluate is not None:  # one pass for reward, terminated, advance, observe
+            if self._metrics is not None:
+                metrics = self._metrics(sim).float().mean(dim=0)
             reward, terminated, final_obs = self._evaluate(sim)
         else:
-            reward = task.reward(sim) if reward is None else reward
+            if self._reward_and_metrics is not None:  # the metrics break the reward down: one pass
+                reward, per_env = self._reward_and_metrics(sim)
+                metrics = per_env.float().mean(dim=0)
+            else:
+                if self._metrics is not None:
+                    metrics = self._metrics(sim).float().mean(dim=0)
+                reward = task.reward(sim)
             terminated = task.terminated(sim)
             if self._advance is not None:
                 self._advance(sim, rng)

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import mujoco
 import torch
 
+from duorl.config.schema import ACTION_RANGES
 from duorl.envs.base import Uniforms
 from duorl.envs.g1 import model as g1
 from duorl.envs.g1.assets import resolve_g1_xml
@@ -20,8 +21,6 @@ from duorl.envs.g1.assets import resolve_g1_xml
 # collisions): 14 foot capsules make at most 28 contacts (4 pyramidal rows each); a robot lying on
 # the floor adds about 20 one-row contacts; 29 joint limits may be active. Both leave headroom.
 MJWARP_CAPACITY = {"nconmax": 64, "njmax": 300}
-# task.action_range: what an action of +-1 means for a joint target (config/schema.py TaskConfig)
-ACTION_RANGES = ("pd", "joint_limits")
 
 
 class G1TaskBase:

@@ -345,8 +345,11 @@ class G1WalkFlat(G1TaskBase):
         """Each term's share of the reward [N], in WEIGHTS order: weight * dt * term, the penalties
         (negative weights) times the curriculum's scale."""
         terms = self.reward_terms(sim)
-        return [(w * self.control_dt) * terms[name] * (self.penalty_scale if w < 0 else 1.0)
-                for name, w in WEIGHTS.items()]
+        out = []
+        for name, w in WEIGHTS.items():
+            c = (w * self.control_dt) * terms[name]
+            out.append(c * self.penalty_scale if w < 0 else c)
+        return out
 
     def reward(self, sim) -> torch.Tensor:
         return torch.stack(self._contributions(sim), dim=0).sum(dim=0)
