@@ -19,7 +19,8 @@ import torch
 
 from duorl.config.load import config_hash, config_to_dict
 from duorl.config.schema import Config
-from duorl.config.validate import env_device_type, resolve_device, tick_compile_enabled, tick_graph_enabled
+from duorl.config.validate import (env_device_type, resolve_device, solver_early_exit_enabled, tick_compile_enabled,
+                                   tick_graph_enabled)
 from duorl.mps.probe import MpsEvidence
 from duorl.mps.probe import MpsUnavailable as MpsUnavailableError
 
@@ -180,6 +181,7 @@ def train(cfg: Config) -> int:
     env_device = str(device) if env_device_type(cfg) != "cpu" else "cpu"
     tick_graph = tick_graph_enabled(cfg, env_device)
     tick_compile = tick_compile_enabled(cfg, env_device, tick_graph)
+    early_exit = solver_early_exit_enabled(cfg, tick_graph)
     env_factory = functools.partial(
         make_vec_env,
         cfg.task,
@@ -190,6 +192,7 @@ def train(cfg: Config) -> int:
         tr.nan_guard.enabled,
         cfg.debug.nan_inject_step,
         compile=tick_compile,
+        solver_early_exit=early_exit,
     )
     actor_factory = functools.partial(make_actor, algo, spec)
     settings = DuoSettings(
@@ -240,6 +243,8 @@ def train(cfg: Config) -> int:
                 "active": False,
                 # sim.tick_compile: the step's tensor code compiled into fused kernels
                 "compiled": {"configured": cfg.sim.tick_compile, "enabled": tick_compile},
+                # sim.solver_early_exit: MuJoCo Warp's solver loop as a conditional node of the tick graph
+                "solver_early_exit": {"configured": cfg.sim.solver_early_exit, "enabled": early_exit},
             },
             "max_wall_minutes": tr.max_wall_minutes,
             "cuda_process_sharing": {"configured": tr.cuda_process_sharing, "effective": None},

@@ -119,6 +119,47 @@ def test_tick_compile_resolution(configured, env_device, graph, expected):
     assert tick_compile_enabled(cfg, env_device, graph) is expected
 
 
+@pytest.mark.parametrize("overrides,match", [
+    (["sim.solver_early_exit=true"], "needs the envs on a CUDA device"),
+    (["sim.solver_early_exit=maybe"], "bool or null"),
+])
+def test_solver_early_exit_config_refusals(overrides, match):
+    with pytest.raises(ConfigError, match=match) as e:
+        load_config("sac", "pendulum_swingup", "mujoco", overrides)
+    assert "sim.solver_early_exit" in str(e.value)
+
+
+def test_solver_early_exit_refused_with_eager_ticks(monkeypatch):
+    """true with sim.tick_cuda_graph=false names both keys and the fix (the envs on CUDA pass the
+    device check: the switch itself is what is refused)."""
+    monkeypatch.setattr("duorl.config.validate.env_device_type", lambda cfg: "cuda")
+    with pytest.raises(ConfigError, match="sim.tick_cuda_graph=false runs ticks eagerly") as e:
+        load_config("sac", "pendulum_swingup", "mjwarp", ["sim.solver_early_exit=true", "sim.tick_cuda_graph=false"])
+    assert "sim.solver_early_exit=true" in str(e.value) and "set sim.tick_cuda_graph=null" in str(e.value)
+
+
+@pytest.mark.parametrize("configured,graph,expected", [
+    (None, True, True),  # automatic: inside the captured tick
+    (True, True, True),
+    (False, True, False),
+    (None, False, False),  # eager ticks keep the fixed iterations (no host sync per iteration)
+])
+def test_solver_early_exit_resolution(configured, graph, expected):
+    from duorl.config.validate import solver_early_exit_enabled
+
+    cfg = load_config("sac", "pendulum_swingup", "mujoco", [])
+    cfg.sim.solver_early_exit = configured
+    assert solver_early_exit_enabled(cfg, graph) is expected
+
+
+def test_solver_early_exit_is_refused_by_the_mujoco_backend():
+    from duorl.config.schema import SimConfig, TaskConfig
+    from duorl.envs.registry import make_vec_env
+
+    with pytest.raises(ValueError, match="sim.solver_early_exit is a MuJoCo Warp option"):
+        make_vec_env(TaskConfig(), SimConfig(name="mujoco"), 2, "cpu", seed=0, solver_early_exit=True)
+
+
 @pytest.mark.parametrize("key,task,value,match", [
     ("task.action_range", "g1_walk_flat", "full", "unknown action range"),
     ("task.action_range", "pendulum_swingup", "joint_limits", "only the G1 tasks"),
@@ -151,7 +192,8 @@ def test_wall_limit_ends_a_run_as_completed_with_a_checkpoint(tmp_path):
     # the collector on the CPU ticks eagerly, and the manifest says so
     tick = summary["runtime_manifest"]["collector_tick_cuda_graph"]
     assert tick == {"configured": None, "enabled": False, "active": False,
-                    "compiled": {"configured": None, "enabled": False}}
+                    "compiled": {"configured": None, "enabled": False},
+                    "solver_early_exit": {"configured": None, "enabled": False}}
 
 
 class _HostSyncOps(TorchDispatchMode):

@@ -96,6 +96,23 @@ def test_compiled_step_equals_plain_step_from_the_same_state(task):
     assert done >= 2 * env.num_envs
 
 
+def test_solver_early_exit_tick_equals_fixed_iteration_tick_g1():
+    """sim.solver_early_exit: MuJoCo Warp's solver loop as a conditional while-node of torch's tick
+    graph (warp_conditional.JoinedSolverLoop) computes what the fixed iterations compute (to 1e-4, as
+    contacts add in any order), over two episode ends, and the capture holds one loop body per substep."""
+    cfg = load_config("sac", "g1_walk_flat", "mjwarp", [*SMALL, "training.devices=[0]", "task.max_episode_steps=3"])
+    fixed = build_collector_tick(cfg, 128, "cuda", cuda_graph=True, seed=3, solver_early_exit=False)
+    early = build_collector_tick(cfg, 128, "cuda", cuda_graph=True, seed=3, solver_early_exit=True)
+    fixed.run(0, 8)
+    early.run(0, 8)
+    torch.cuda.synchronize()
+    assert fixed.captured and early.captured
+    assert len(early.env.backend._solver_loop.body_captures) == early.env.task.substeps
+    assert fixed.env.backend._solver_loop is None
+    _assert_same(fixed, early, exact=False)
+    assert torch.isfinite(early.ring.t["obs_actor"]).all()
+
+
 def test_replayed_ticks_do_not_sync_with_the_host():
     _, graphed = _pair("sac", "g1_walk_flat", 64, compile=True)
     graphed.run(0, 2)  # eager first tick and capture
@@ -115,6 +132,7 @@ def test_a_cuda_run_replays_captured_ticks_and_says_so(tmp_path):
     assert p.returncode == 0, p.stderr
     summary = json.loads((run / "run_summary.json").read_text())
     assert summary["runtime_manifest"]["collector_tick_cuda_graph"] == {
-        "configured": None, "enabled": True, "active": True, "compiled": {"configured": None, "enabled": True}}
+        "configured": None, "enabled": True, "active": True, "compiled": {"configured": None, "enabled": True},
+        "solver_early_exit": {"configured": None, "enabled": True}}
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert any("Perf/collector_tick_ms" in r for r in rows)

@@ -19,9 +19,10 @@ from typing import Any
 
 
 def build_collector_tick(cfg: Any, num_envs: int, device: str, cuda_graph: bool, seed: int = 0,
-                         replay_ticks: int = 16, compile: bool = False) -> Any:
+                         replay_ticks: int = 16, compile: bool = False, solver_early_exit: bool = False) -> Any:
     """A CollectorTick as the collector builds it (runtime/collector.py), for `cfg`'s task and algo;
-    `compile`: the env's step tensor code compiled (sim.tick_compile resolved)."""
+    `compile`: the env's step tensor code compiled (sim.tick_compile resolved); `solver_early_exit`:
+    sim.solver_early_exit resolved."""
     import torch
 
     from duorl.algos.registry import make_actor
@@ -33,7 +34,7 @@ def build_collector_tick(cfg: Any, num_envs: int, device: str, cuda_graph: bool,
     if dev.type == "cuda" and dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
     env = make_vec_env(cfg.task, cfg.sim, num_envs, str(dev) if cfg.sim.name == "mjwarp" else "cpu", seed,
-                       nan_guard=cfg.training.nan_guard.enabled, compile=compile)
+                       nan_guard=cfg.training.nan_guard.enabled, compile=compile, solver_early_exit=solver_early_exit)
     spec = env.spec
     actor = make_actor(cfg.algo, spec, dev)
     actor.eval()
@@ -76,7 +77,7 @@ def run_collector_bench(algo: str, task: str, sim: str | None, num_envs: list[in
     import torch
 
     from duorl.config.load import load_config
-    from duorl.config.validate import env_device_type, tick_compile_enabled
+    from duorl.config.validate import env_device_type, solver_early_exit_enabled, tick_compile_enabled
 
     cfg = load_config(algo, task, sim, list(overrides or []))
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -89,9 +90,11 @@ def run_collector_bench(algo: str, task: str, sim: str | None, num_envs: list[in
                 continue  # CUDA graphs need the envs on a GPU (mjwarp); the CPU has eager ticks only
             graph = mode == "graph"
             compiled = tick_compile_enabled(cfg, dev if on_cuda else "cpu", graph)
-            tick = build_collector_tick(cfg, n, dev, cuda_graph=graph, compile=compiled)
+            early_exit = solver_early_exit_enabled(cfg, graph)
+            tick = build_collector_tick(cfg, n, dev, cuda_graph=graph, compile=compiled, solver_early_exit=early_exit)
             substeps = getattr(tick.env.task, "substeps", None)
-            runs.append({"mode": mode, "compiled": compiled, **_measure(tick, warmup, ticks)})
+            runs.append({"mode": mode, "compiled": compiled, "solver_early_exit": early_exit,
+                         **_measure(tick, warmup, ticks)})
             tick.release()
             del tick
             if torch.cuda.is_available():

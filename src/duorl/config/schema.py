@@ -154,6 +154,10 @@ class SimConfig:
     # torch.compile the tensor code of an env step (observations, rewards, terminations, resets) into
     # a few fused kernels: null = automatic (on with the tick graph), true = on (CUDA envs), false = off
     tick_compile: Optional[bool] = None
+    # MuJoCo Warp's constraint solver stops once every world has converged (a conditional node of the
+    # tick graph) instead of always running its opt.iterations: null = automatic (on with the tick
+    # graph), true = on (needs the tick graph), false = the fixed iterations. Same worlds, same result.
+    solver_early_exit: Optional[bool] = None
 
 
 @dataclass

@@ -239,6 +239,7 @@ def validate(cfg: Config) -> Config:
     _check_graph(cfg)
     _check_tick_graph(cfg)
     _check_tick_compile(cfg)
+    _check_solver_early_exit(cfg)
     _check_wall_minutes(cfg)
     return cfg
 
@@ -290,6 +291,19 @@ def _check_tick_compile(cfg: Config) -> None:
                            "null (automatic: on with the tick graph), true (compile), false (plain eager tensor code)")
 
 
+def _check_solver_early_exit(cfg: Config) -> None:
+    """sim.solver_early_exit: null = with the tick graph, true = on (needs the tick graph), false = off."""
+    key = "sim.solver_early_exit"
+    _check_cuda_env_switch(cfg, key, cfg.sim.solver_early_exit,
+                           "null (automatic: on with the tick graph), true (needs the tick graph), false (fixed "
+                           "solver iterations)")
+    if cfg.sim.solver_early_exit is True and cfg.sim.tick_cuda_graph is False:
+        raise ConfigError(key, True, "exits the solver loop early only inside a captured tick, and "
+                          "sim.tick_cuda_graph=false runs ticks eagerly (an eager early exit would sync with the "
+                          "host every solver iteration)", "null, true with the tick graph, or false",
+                          f"remove {key} or set sim.tick_cuda_graph=null")
+
+
 def tick_graph_enabled(cfg: Config, env_device: str) -> bool:
     """sim.tick_cuda_graph resolved for envs on `env_device`: null = on when they step on CUDA."""
     configured = cfg.sim.tick_cuda_graph
@@ -304,6 +318,12 @@ def tick_compile_enabled(cfg: Config, env_device: str, tick_graph: bool) -> bool
     if configured is None:
         return bool(tick_graph)
     return bool(configured) and env_device.split(":")[0] == "cuda"
+
+
+def solver_early_exit_enabled(cfg: Config, tick_graph: bool) -> bool:
+    """sim.solver_early_exit resolved: on only inside a captured tick (`tick_graph`, resolved), where
+    null and true both turn it on."""
+    return bool(tick_graph) and cfg.sim.solver_early_exit is not False
 
 
 def _check_wall_minutes(cfg: Config) -> None:

@@ -71,12 +71,14 @@ def make_vec_env(
     nan_guard: bool = True,
     nan_inject_step: int = -1,
     compile: bool = False,
+    solver_early_exit: bool = False,
 ) -> TaskVecEnv:
     """Build `num_envs` environments of `task_cfg.name` on `sim_cfg.name`, tensors on `device`.
 
     The mujoco backend runs on CPU threads and so needs device 'cpu'; mjwarp takes 'cuda[:i]' or
     'cpu' (warp's CPU device, slow, for tests). `compile`: torch.compile the step's tensor code
-    (config.validate.tick_compile_enabled resolves sim.tick_compile).
+    (config.validate.tick_compile_enabled resolves sim.tick_compile). `solver_early_exit`: mjwarp's
+    solver loop stops once all worlds converged, inside a captured tick (solver_early_exit_enabled).
     """
     _check("sim.name", sim_cfg.name, SIMS)
     task = make_task(task_cfg)
@@ -91,11 +93,14 @@ def make_vec_env(
 
         if sim_cfg.nthread < 0:
             raise ValueError(f"sim.nthread={sim_cfg.nthread} must be >= 0 (0 = all cores)")
+        if solver_early_exit:
+            raise ValueError("sim.solver_early_exit is a MuJoCo Warp option (sim.name=mjwarp), not the mujoco backend's")
         backend = MujocoBackend(model, num_envs, task.substeps, nthread=sim_cfg.nthread)
     else:
         from duorl.envs.backends.mjwarp import MjWarpBackend
 
         # contact-rich tasks (the G1) size MuJoCo Warp's contact and constraint buffers
         backend = MjWarpBackend(model, num_envs, task.substeps, dev,
-                                put_data_kwargs=getattr(task, "mjwarp_put_data_kwargs", None))
+                                put_data_kwargs=getattr(task, "mjwarp_put_data_kwargs", None),
+                                early_exit=solver_early_exit)
     return TaskVecEnv(task, backend, seed=seed, nan_guard=nan_guard, nan_inject_step=nan_inject_step, compile=compile)

@@ -8,11 +8,14 @@ and a torch CUDA graph captured around `step` by the caller holds the physics to
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, Optional
 
 import mujoco
 import torch
+
+from duorl.envs.backends.warp_conditional import keep_modules_only
 
 
 def warp_device_for(device: torch.device) -> str:
@@ -32,11 +35,13 @@ class MjWarpBackend:
     (`external=True`), so warp's own temporary allocations and module bookkeeping join torch's graph:
     the whole tick, physics included, is one graph launch.
 
-    The constraint solver runs a fixed `opt.iterations` (worlds that converged skip the rest inside
-    the kernels) instead of MuJoCo Warp's default conditional while-loop: eagerly that loop reads its
-    condition back to the host every iteration (a sync per solver iteration), and inside a torch
-    capture it would pause and resume the stream capture, which changes the capture id torch's graph
-    memory pool is keyed on.
+    The constraint solver: eagerly it runs a fixed `opt.iterations` (worlds that converged skip the
+    rest inside the kernels) instead of MuJoCo Warp's default conditional while-loop, which would read
+    its condition back to the host every iteration (a sync per solver iteration). Inside a torch
+    capture, `early_exit` (sim.solver_early_exit) makes it the conditional loop, as a while-node of
+    torch's graph that stops once every world has converged (warp_conditional.JoinedSolverLoop: warp's
+    own way would pause and resume torch's capture). The same worlds do the same iterations either way;
+    the early exit only skips the iterations in which every world would skip.
     """
 
     def __init__(
@@ -46,6 +51,7 @@ class MjWarpBackend:
         substeps: int,
         device: torch.device,
         put_data_kwargs: Optional[dict[str, Any]] = None,
+        early_exit: bool = False,
     ) -> None:
         import mujoco_warp as mjw  # imported here: warp is only paid for when this backend is built
         import warp as wp
@@ -68,6 +74,13 @@ class MjWarpBackend:
         # warp graphs of the captures this backend joined: they keep the kernel modules those
         # captures launched alive for as long as the enclosing torch graph may replay
         self._joined_captures: list[Any] = []
+        self._solver_loop: Any = None
+        if early_exit:
+            if self.device.type != "cuda":
+                raise ValueError(f"early_exit (sim.solver_early_exit) needs the worlds on CUDA, not {self.device}")
+            from duorl.envs.backends.warp_conditional import JoinedSolverLoop
+
+            self._solver_loop = JoinedSolverLoop(wp, wp.get_device(self._wdev))
 
         mjd = mujoco.MjData(model)
         mujoco.mj_forward(model, mjd)
@@ -116,9 +129,11 @@ class MjWarpBackend:
         with wp.ScopedDevice(self._wdev), wp.ScopedStream(stream, sync_enter=False):
             if torch.cuda.is_current_stream_capturing():
                 # torch opened this capture (thread-local mode, runtime/tick.py): warp joins it
+                loop = self._solver_loop.active(self._m) if self._solver_loop else contextlib.nullcontext()
                 with wp.ScopedCapture(device=self._wdev, stream=stream, external=True,
-                                      capture_mode=wp.CaptureMode.THREAD_LOCAL) as capture:
+                                      capture_mode=wp.CaptureMode.THREAD_LOCAL) as capture, loop:
                     self._substeps()
+                keep_modules_only(capture.graph)  # torch owns the graph; warp must not destroy it
                 self._joined_captures.append(capture.graph)
             else:
                 self._substeps()
