@@ -165,6 +165,10 @@ def train(cfg: Config) -> int:
         from duorl.resume import load_resume
 
         ckpt_path, learner_state, resume_state = load_resume(tr.resume, config_to_dict(cfg), _task_state_keys(task))
+    if device.type == "cuda":
+        # the learner's CUDA graph captures on the current device's stream and registers its default
+        # generator: on any GPU but the first, both must be the run's (the collector sets its own)
+        torch.cuda.set_device(device)
     torch.manual_seed(derive_seed(tr.seed, "learner"))
     learner = make_learner(algo, spec, device, derive_seed(tr.seed, "learner"))
     if tr.resume:

@@ -14,6 +14,12 @@ from tests.conftest import run_duorl
 pytestmark = pytest.mark.cuda
 
 SMALL = ["algo.actor_hidden_dims=[64,64]", "algo.critic_hidden_dims=[64,64]", "algo.num_atoms=11"]
+# Two G1 trajectories that should be the same part by float rounding that contacts amplify (MuJoCo Warp
+# adds contact forces with atomics, in any order): on the H200 a captured and an eager g1_walk_flat tick
+# differed by 2.2e-4 (relative 8.5e-4) in 1 of 2,048 rewards within 5 ticks (2026-11-29,
+# benchmarks/2026-11-29_solver_early_exit_h200/pytest_tick_cuda.log). A broken replay (a stale buffer,
+# a generator out of step) moves whole rows by far more.
+CONTACT_TOL = 1e-3
 
 
 def _pair(algo: str, task: str, n: int, *extra: str, compile: bool = False, compile_eager: bool = False):
@@ -31,7 +37,7 @@ def _assert_same(eager, graphed, exact: bool) -> None:
         if exact or key == "tick":
             assert torch.equal(a, b), key
         else:
-            torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4, msg=lambda m, key=key: f"{key}: {m}")
+            torch.testing.assert_close(a, b, atol=CONTACT_TOL, rtol=CONTACT_TOL, msg=lambda m, key=key: f"{key}: {m}")
     for key in eager.obs:
         if exact:
             assert torch.equal(eager.obs[key], graphed.obs[key]), key
@@ -53,7 +59,7 @@ def test_graph_tick_equals_eager_tick_pendulum(algo):
 
 def test_graph_tick_equals_eager_tick_g1_walk():
     """The contact-rich task (MuJoCo Warp joins the capture; fixed solver iterations) over an episode
-    end. Contact physics may add in a different order run to run, so values compare to 1e-4."""
+    end. Contact physics may add in a different order run to run, so values compare to CONTACT_TOL."""
     eager, graphed = _pair("sac", "g1_walk_flat", 128, "task.max_episode_steps=5")
     eager.run(0, 12)
     graphed.run(0, 12)
@@ -66,7 +72,7 @@ def test_graph_tick_equals_eager_tick_g1_walk():
 @pytest.mark.parametrize("task", ["g1_walk_flat", "g1_motion_tracking"])
 def test_compiled_graph_tick_equals_compiled_eager_tick_g1(task):
     """sim.tick_compile inside the capture: the captured tick replays the compiled kernels an eager
-    compiled tick runs (to 1e-4, as for the plain pair above), over two episode ends with their resets.
+    compiled tick runs (to CONTACT_TOL, as for the plain pair above), over two episode ends with their resets.
     8 ticks of 3-step episodes: on the H200 (2026-11-29, benchmarks/2026-11-29_tick_profile_h200/) 12 ticks
     of 5-step episodes let contacts amplify rounding in g1_motion_tracking past 1e-4 (1 value of
     327,680, off by 1.12e-4); a shorter horizon still replays the capture six times across resets."""
@@ -98,8 +104,8 @@ def test_compiled_step_equals_plain_step_from_the_same_state(task):
 
 def test_solver_early_exit_tick_equals_fixed_iteration_tick_g1():
     """sim.solver_early_exit: MuJoCo Warp's solver loop as a conditional while-node of torch's tick
-    graph (warp_conditional.JoinedSolverLoop) computes what the fixed iterations compute (to 1e-4, as
-    contacts add in any order), over two episode ends, and the capture holds one loop body per substep."""
+    graph (warp_conditional.JoinedSolverLoop) computes what the fixed iterations compute (to CONTACT_TOL,
+    as contacts add in any order), over two episode ends, and the capture holds one loop body per substep."""
     cfg = load_config("sac", "g1_walk_flat", "mjwarp", [*SMALL, "training.devices=[0]", "task.max_episode_steps=3"])
     fixed = build_collector_tick(cfg, 128, "cuda", cuda_graph=True, seed=3, solver_early_exit=False)
     early = build_collector_tick(cfg, 128, "cuda", cuda_graph=True, seed=3, solver_early_exit=True)
@@ -133,6 +139,20 @@ def test_a_cuda_run_replays_captured_ticks_and_says_so(tmp_path):
     summary = json.loads((run / "run_summary.json").read_text())
     assert summary["runtime_manifest"]["collector_tick_cuda_graph"] == {
         "configured": None, "enabled": True, "active": True, "compiled": {"configured": None, "enabled": True},
-        "solver_early_exit": {"configured": None, "enabled": True}}
+        "solver_early_exit": {"configured": False, "enabled": False}}
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert any("Perf/collector_tick_ms" in r for r in rows)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs a second GPU")
+def test_a_run_on_the_second_gpu_captures_both_graphs_there(tmp_path):
+    """training.devices=[1]: the learner's whole-cycle graph and the collector's tick graph are
+    captured on cuda:1 (the H200 run of 2026-11-29 on devices=[1] captured an empty learner graph on
+    cuda:0's stream and failed: the learner process had not made cuda:1 its current device)."""
+    run = tmp_path / "run"
+    p = run_duorl(run, "training.devices=[1]", "algo.max_iterations=30", "training.num_envs=64", sim="mjwarp")
+    assert p.returncode == 0, p.stderr
+    manifest = json.loads((run / "run_summary.json").read_text())["runtime_manifest"]
+    assert manifest["env_device"] == "cuda:1"
+    assert manifest["whole_cycle_cuda_graph"]["active"] is True
+    assert manifest["collector_tick_cuda_graph"]["active"] is True

@@ -134,12 +134,13 @@ class TaskConfig:
     # standing pose (the published FastSAC G1 actor's scaling)
     action_range: str = "pd"
     # g1_walk_flat: the penalty curriculum (envs/tasks/g1_walk.py), one of PENALTY_CURRICULA; null = the
-    # task's default, fastsac (holosoma's FastSAC G1 schedule); ppo (their PPO G1 schedule); off
+    # task's default, ppo (holosoma's PPO G1 schedule, measured best here); fastsac (their FastSAC G1
+    # schedule); off
     penalty_curriculum: Optional[str] = None
 
 
 ACTION_RANGES = ("pd", "joint_limits")  # task.action_range (G1 tasks)
-PENALTY_CURRICULA = ("fastsac", "ppo", "off")  # task.penalty_curriculum (g1_walk_flat)
+PENALTY_CURRICULA = ("ppo", "fastsac", "off")  # task.penalty_curriculum (g1_walk_flat)
 
 
 @dataclass
@@ -155,9 +156,11 @@ class SimConfig:
     # a few fused kernels: null = automatic (on with the tick graph), true = on (CUDA envs), false = off
     tick_compile: Optional[bool] = None
     # MuJoCo Warp's constraint solver stops once every world has converged (a conditional node of the
-    # tick graph) instead of always running its opt.iterations: null = automatic (on with the tick
-    # graph), true = on (needs the tick graph), false = the fixed iterations. Same worlds, same result.
-    solver_early_exit: Optional[bool] = None
+    # tick graph) instead of always running its opt.iterations: true = on (needs the tick graph), false =
+    # the fixed iterations. Same worlds, same result. Off by default: on the H200 it gained 0.5% at 4096
+    # G1 worlds and nothing at 8192 (benchmarks/2026-11-29_solver_early_exit_h200/): among thousands of
+    # worlds one almost always needs every iteration.
+    solver_early_exit: bool = False
 
 
 @dataclass

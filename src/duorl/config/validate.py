@@ -131,7 +131,7 @@ def _check_names(cfg: Config) -> None:
     curriculum = cfg.task.penalty_curriculum
     if curriculum is not None and curriculum not in PENALTY_CURRICULA:
         raise ConfigError("task.penalty_curriculum", curriculum, "unknown penalty curriculum",
-                          ", ".join(PENALTY_CURRICULA), "set task.penalty_curriculum=fastsac (the default), ppo or off")
+                          ", ".join(PENALTY_CURRICULA), "set task.penalty_curriculum=ppo (the default), fastsac or off")
     if curriculum is not None and cfg.task.name != "g1_walk_flat":
         raise ConfigError("task.penalty_curriculum", curriculum, f"only g1_walk_flat has a penalty curriculum, "
                           f"and this run's task is {cfg.task.name}", "null",
@@ -292,16 +292,20 @@ def _check_tick_compile(cfg: Config) -> None:
 
 
 def _check_solver_early_exit(cfg: Config) -> None:
-    """sim.solver_early_exit: null = with the tick graph, true = on (needs the tick graph), false = off."""
-    key = "sim.solver_early_exit"
-    _check_cuda_env_switch(cfg, key, cfg.sim.solver_early_exit,
-                           "null (automatic: on with the tick graph), true (needs the tick graph), false (fixed "
-                           "solver iterations)")
-    if cfg.sim.solver_early_exit is True and cfg.sim.tick_cuda_graph is False:
+    """sim.solver_early_exit: false (the default) = fixed iterations, true = on (needs the tick graph)."""
+    key, value = "sim.solver_early_exit", cfg.sim.solver_early_exit
+    allowed = "false (the default: the solver's fixed iterations) or true (inside the captured tick)"
+    if not isinstance(value, bool):
+        raise ConfigError(key, value, "not a boolean", allowed, f"set {key}=false or remove the key")
+    if value and env_device_type(cfg) != "cuda":
+        raise ConfigError(key, True, f"is a MuJoCo Warp option on CUDA, and this run's envs run on the cpu "
+                          f"(sim.name={cfg.sim.name}, devices resolve to {resolve_device(cfg)})", allowed,
+                          f"set {key}=false, or use --sim mjwarp on a GPU")
+    if value and cfg.sim.tick_cuda_graph is False:
         raise ConfigError(key, True, "exits the solver loop early only inside a captured tick, and "
                           "sim.tick_cuda_graph=false runs ticks eagerly (an eager early exit would sync with the "
-                          "host every solver iteration)", "null, true with the tick graph, or false",
-                          f"remove {key} or set sim.tick_cuda_graph=null")
+                          "host every solver iteration)", allowed,
+                          f"set {key}=false, or remove sim.tick_cuda_graph (on for CUDA envs)")
 
 
 def tick_graph_enabled(cfg: Config, env_device: str) -> bool:
@@ -321,9 +325,9 @@ def tick_compile_enabled(cfg: Config, env_device: str, tick_graph: bool) -> bool
 
 
 def solver_early_exit_enabled(cfg: Config, tick_graph: bool) -> bool:
-    """sim.solver_early_exit resolved: on only inside a captured tick (`tick_graph`, resolved), where
-    null and true both turn it on."""
-    return bool(tick_graph) and cfg.sim.solver_early_exit is not False
+    """sim.solver_early_exit resolved: on only when asked for and inside a captured tick (`tick_graph`,
+    resolved)."""
+    return bool(tick_graph) and cfg.sim.solver_early_exit is True
 
 
 def _check_wall_minutes(cfg: Config) -> None:
