@@ -175,3 +175,5 @@ class MjWarpBackend:
 
     def close(self) -> None:
         self._joined_captures.clear()
+        if self._solver_loop is not None:
+            self._solver_loop.body_captures.clear()
