@@ -54,8 +54,9 @@ def _check(result: int, what: str) -> None:
 
 
 class JoinedSolverLoop:
-    """Turns MuJoCo Warp's solver loop into a conditional while-node of the capture in progress on
-    `stream` (a warp view of torch's capture stream), building each body on its own side stream.
+    """Turns MuJoCo Warp's solver loop into a conditional while-node of the capture in progress on the
+    current warp stream (the backend's view of torch's capture stream), building each body on a side
+    stream of `device`.
 
     Use `with loop.active(model):` around the physics while the stream captures. The warp graphs of
     the bodies are kept: they hold the kernel modules the loop launches for as long as the enclosing
