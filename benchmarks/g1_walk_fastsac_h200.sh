@@ -49,10 +49,23 @@ cp "$run/run_summary.json" "$out/run_summary.json"
 gzip -c "$run/metrics.jsonl" > "$out/metrics.jsonl.gz"
 cp "$run/plots/learning_curves.png" "$out/learning_curves.png" 2>/dev/null || echo "no plot" >> "$out/train.log"
 tail -4 "$out/train.log"
-python3 - "$out/metrics_last20.json" <<'PY'
-import json, sys
+python3 - "$out/metrics_last20.json" "$out/metrics.jsonl.gz" <<'PY'
+import gzip, json, sys
 m = json.load(open(sys.argv[1]))
 m = m.get("mean", m)
+# the course: every 60 s of wall time, and the best 100-iteration window of the velocity error
+rows = [r for r in map(json.loads, gzip.open(sys.argv[2], "rt")) if "Task/lin_vel_error" in r]
+print("wall_s  iteration  ep_length  lin_vel_error  ang_vel_error  penalty_scale")
+for t in range(60, int(rows[-1]["wall_s"]) + 60, 60) if rows else ():
+    r = min(rows, key=lambda r: abs(r["wall_s"] - t))
+    print(f"{r['wall_s']:6.0f} {r['iteration']:10d} {r.get('Train/mean_episode_length', float('nan')):10.1f} "
+          f"{r['Task/lin_vel_error']:14.3f} {r['Task/ang_vel_error']:14.3f} {r['Task/penalty_scale']:14.3f}")
+windows = [(sum(x["Task/lin_vel_error"] for x in w) / len(w), w[0]) for w in
+           (rows[i:i + 20] for i in range(0, max(len(rows) - 19, 0))) if w[-1]["iteration"] - w[0]["iteration"] < 100]
+if windows:
+    best, first = min(windows, key=lambda v: v[0])
+    print(f"best 100-iteration window: lin_vel_error {best:.3f} from iteration {first['iteration']} "
+          f"({first['wall_s']:.0f} s, penalty scale {first['Task/penalty_scale']:.2f})")
 for k in ("Train/mean_episode_length", "Task/lin_vel_error", "Task/ang_vel_error", "Task/penalty_scale",
           "Train/mean_episode_return", "Perf/env_steps_per_s", "Perf/iteration_ms", "Perf/learner_train_ms",
           "Perf/collector_tick_ms"):
