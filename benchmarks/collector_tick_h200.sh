@@ -5,10 +5,8 @@
 #   bash benchmarks/collector_tick_h200.sh OUT_DIR
 set -uo pipefail
 out=${1:?OUT_DIR}
-mkdir -p "$out"
-export PYTHONPATH=/tmp/duorl-site:$PWD/src DUORL_G1_XML=/tmp/duorl-site/assets/g1/g1.xml PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
-git rev-parse HEAD > "$out/commit.txt" 2>/dev/null || true
+source "$(dirname "$0")/device_env.sh"
+record_device "$out"
 timeout 240 python3 -m pytest -m cuda -q -x tests/envs/test_cuda.py tests/runtime/test_tick_cuda.py -p no:cacheprovider \
   > "$out/pytest_tick_cuda.log" 2>&1
 echo "pytest rc=$?" >> "$out/pytest_tick_cuda.log"

@@ -10,9 +10,8 @@
 set -uo pipefail
 out=${1:?OUT_DIR}
 before=${2:-}
-mkdir -p "$out"
-export PYTHONPATH=/tmp/duorl-site:$PWD/src DUORL_G1_XML=/tmp/duorl-site/assets/g1/g1.xml PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
+source "$(dirname "$0")/device_env.sh"
+record_device "$out"
 log="$out/bench.log"
 run() { echo "+ $*" >> "$log"; timeout 300 "$@" >> "$log" 2>&1; echo "rc=$?" >> "$log"; }
 run python3 -m duorl bench collector --algo sac --task g1_walk_flat --sim mjwarp --num-envs 4096 8192 --modes graph \

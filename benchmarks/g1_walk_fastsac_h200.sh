@@ -21,7 +21,7 @@ out=${1:?OUT_DIR}
 minutes=${2:-9}
 shift $(( $# < 2 ? $# : 2 ))  # what is left: configuration overrides, appended to the train command
 mkdir -p "$out"
-export PYTHONPATH=/tmp/duorl-site:$PWD/src DUORL_G1_XML=/tmp/duorl-site/assets/g1/g1.xml PYTHONUNBUFFERED=1
+source "$(dirname "$0")/device_env.sh"
 name=$(basename "$out")
 run=/tmp/duorl-g1-walk-$name
 log=/tmp/duorl-g1-walk-$name.log

@@ -9,10 +9,8 @@
 # (CUDA_VISIBLE_DEVICES picks the GPU on a machine of several.)
 set -uo pipefail
 out=${1:?OUT_DIR}
-mkdir -p "$out"
-export PYTHONPATH=/tmp/duorl-site:$PWD/src DUORL_G1_XML=/tmp/duorl-site/assets/g1/g1.xml PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
-git rev-parse HEAD > "$out/commit.txt" 2>/dev/null || true
+source "$(dirname "$0")/device_env.sh"
+record_device "$out"
 if [ "${2:-}" != --bench-only ]; then
   timeout 240 python3 -m pytest -m cuda -q -x tests/runtime/test_tick_cuda.py -k early_exit -p no:cacheprovider \
     > "$out/pytest_early_exit.log" 2>&1

@@ -7,9 +7,8 @@
 #   bash benchmarks/spine_mjwarp_pendulum.sh OUT_DIR
 set -euo pipefail
 out=${1:?OUT_DIR}
-mkdir -p "$out"
-export PYTHONPATH=/tmp/duorl-site:$PWD/src PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt"
+source "$(dirname "$0")/device_env.sh"
+record_device "$out"
 common=(--algo sac --task pendulum_swingup --sim mjwarp training.num_envs=4096 algo.max_iterations=300
         training.log_interval=10 training.progress=false algo.save_interval=100000)
 declare -A arms=(

@@ -269,14 +269,16 @@ def _check_graph(cfg: Config) -> None:
                           "training.devices=[0]")
 
 
-def _check_cuda_env_switch(cfg: Config, key: str, value: object, allowed: str) -> None:
-    """A sim switch that is null (automatic), true (needs the envs on CUDA) or false."""
+def _check_cuda_env_switch(cfg: Config, key: str, value: object, allowed: str, off: str = "") -> None:
+    """A sim switch that is null (automatic), true (needs the envs on CUDA) or false. `off`: how to turn
+    it off in the fix (default: remove the key for automatic, or set it to false)."""
+    off = off or f"remove the key (automatic) or set {key}=false"
     if value is not None and not isinstance(value, bool):
         raise ConfigError(key, value, "not a boolean or null", allowed, f"remove the key or set {key}=false")
     if value is True and env_device_type(cfg) != "cuda":
         raise ConfigError(key, True, f"needs the envs on a CUDA device, and this run's envs run on the cpu "
                           f"(sim.name={cfg.sim.name}, devices resolve to {resolve_device(cfg)})", allowed,
-                          f"remove the key (automatic) or set {key}=false; or use --sim mjwarp on a GPU")
+                          f"{off}; or use --sim mjwarp on a GPU")
 
 
 def _check_tick_graph(cfg: Config) -> None:
@@ -295,12 +297,7 @@ def _check_solver_early_exit(cfg: Config) -> None:
     """sim.solver_early_exit: false (the default) = fixed iterations, true = on (needs the tick graph)."""
     key, value = "sim.solver_early_exit", cfg.sim.solver_early_exit
     allowed = "false (the default: the solver's fixed iterations) or true (inside the captured tick)"
-    if not isinstance(value, bool):
-        raise ConfigError(key, value, "not a boolean", allowed, f"set {key}=false or remove the key")
-    if value and env_device_type(cfg) != "cuda":
-        raise ConfigError(key, True, f"is a MuJoCo Warp option on CUDA, and this run's envs run on the cpu "
-                          f"(sim.name={cfg.sim.name}, devices resolve to {resolve_device(cfg)})", allowed,
-                          f"set {key}=false, or use --sim mjwarp on a GPU")
+    _check_cuda_env_switch(cfg, key, value, allowed, off=f"set {key}=false or remove the key")
     if value and cfg.sim.tick_cuda_graph is False:
         raise ConfigError(key, True, "exits the solver loop early only inside a captured tick, and "
                           "sim.tick_cuda_graph=false runs ticks eagerly (an eager early exit would sync with the "
