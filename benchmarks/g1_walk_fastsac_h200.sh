@@ -14,6 +14,8 @@
 #   then, next call: DUORL_WALK_TAR=1 bash ... --collect $OUT/a; DUORL_WALK_TAR=1 bash ... --collect $OUT/b
 #   (DUORL_WALK_TAR=1 packs each OUT_DIR into OUT_DIR.tgz: a device call returns at most 8 files)
 # Each OUT_DIR's name keys its run directory and log under /tmp, so runs with different names never mix.
+# 256 of the 4096 envs act deterministically (training.eval_envs=256): the policy's own walking is
+# logged as Eval/* beside the exploring envs' Task/* and Train/* (override with training.eval_envs=0).
 set -uo pipefail
 mode=all
 case "${1:-}" in --start) mode=start; shift ;; --launch) mode=launch; shift ;; --collect) mode=collect; shift ;; esac
@@ -26,7 +28,7 @@ name=$(basename "$out")
 run=/tmp/duorl-g1-walk-$name
 log=/tmp/duorl-g1-walk-$name.log
 cmd=(python3 -m duorl train --algo sac --task g1_walk_flat --sim mjwarp training.devices=[0]
-     training.max_wall_minutes=$minutes training.log_interval=5 training.progress=false training.log_dir=$run "$@")
+     training.max_wall_minutes=$minutes training.log_interval=5 training.progress=false training.log_dir=$run training.eval_envs=256 "$@")
 if [ "$mode" != collect ]; then
   rm -rf "$run"
   echo "+ ${cmd[*]}" > "$log"
@@ -55,23 +57,32 @@ m = json.load(open(sys.argv[1]))
 m = m.get("mean", m)
 # the course: every 60 s of wall time, and the best 100-iteration window of the velocity error
 rows = [r for r in map(json.loads, gzip.open(sys.argv[2], "rt")) if "Task/lin_vel_error" in r]
-print("wall_s  iteration  ep_length  lin_vel_error  ang_vel_error  penalty_scale")
+ev = "Eval/lin_vel_error" in (rows[-1] if rows else {})
+print("wall_s  iteration  ep_length  lin_vel_error  ang_vel_error  penalty_scale"
+      + ("  eval: ep_length  lin_vel_error  ang_vel_error" if ev else ""))
 for t in range(60, int(rows[-1]["wall_s"]) + 60, 60) if rows else ():
     r = min(rows, key=lambda r: abs(r["wall_s"] - t))
-    print(f"{r['wall_s']:6.0f} {r['iteration']:10d} {r.get('Train/mean_episode_length', float('nan')):10.1f} "
-          f"{r['Task/lin_vel_error']:14.3f} {r['Task/ang_vel_error']:14.3f} {r['Task/penalty_scale']:14.3f}")
-windows = [(sum(x["Task/lin_vel_error"] for x in w) / len(w), w[0]) for w in
-           (rows[i:i + 20] for i in range(0, max(len(rows) - 19, 0))) if w[-1]["iteration"] - w[0]["iteration"] < 100]
-if windows:
-    best, first = min(windows, key=lambda v: v[0])
-    print(f"best 100-iteration window: lin_vel_error {best:.3f} from iteration {first['iteration']} "
-          f"({first['wall_s']:.0f} s, penalty scale {first['Task/penalty_scale']:.2f})")
+    line = (f"{r['wall_s']:6.0f} {r['iteration']:10d} {r.get('Train/mean_episode_length', float('nan')):10.1f} "
+            f"{r['Task/lin_vel_error']:14.3f} {r['Task/ang_vel_error']:14.3f} {r['Task/penalty_scale']:14.3f}")
+    if ev:
+        line += (f" {r.get('Eval/mean_episode_length', float('nan')):16.1f} {r['Eval/lin_vel_error']:14.3f} "
+                 f"{r['Eval/ang_vel_error']:14.3f}")
+    print(line)
+for prefix in ("Task", "Eval") if ev else ("Task",):
+    key = f"{prefix}/lin_vel_error"
+    windows = [(sum(x[key] for x in w) / len(w), w[0]) for w in
+               (rows[i:i + 20] for i in range(0, max(len(rows) - 19, 0))) if w[-1]["iteration"] - w[0]["iteration"] < 100]
+    if windows:
+        best, first = min(windows, key=lambda v: v[0])
+        print(f"best 100-iteration window of {key}: {best:.3f} from iteration {first['iteration']} "
+              f"({first['wall_s']:.0f} s, penalty scale {first['Task/penalty_scale']:.2f})")
 for k in ("Train/mean_episode_length", "Task/lin_vel_error", "Task/ang_vel_error", "Task/penalty_scale",
-          "Train/mean_episode_return", "Perf/env_steps_per_s", "Perf/iteration_ms", "Perf/learner_train_ms",
-          "Perf/collector_tick_ms"):
+          "Eval/mean_episode_length", "Eval/lin_vel_error", "Eval/ang_vel_error",
+          "Train/mean_episode_return", "Eval/mean_episode_return", "Perf/env_steps_per_s", "Perf/iteration_ms",
+          "Perf/learner_train_ms", "Perf/collector_tick_ms"):
     print(k, m.get(k))
 for k in sorted(m):
-    if k.startswith("Task/rew_"):
+    if k.startswith(("Task/rew_", "Eval/rew_")):
         print(k, round(m[k], 5))
 PY
 if [ "${DUORL_WALK_TAR:-0}" = 1 ]; then

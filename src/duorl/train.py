@@ -222,6 +222,7 @@ def train(cfg: Config) -> int:
         replay_age_bias=replay_age_bias(algo),
         tick_cuda_graph=tick_graph,
         max_wall_s=tr.max_wall_minutes * 60.0 if tr.max_wall_minutes is not None else None,
+        eval_envs=tr.eval_envs,
     )
     (run_dir / "checkpoints").mkdir(exist_ok=True)
     reporter = RunDirectory(cfg, run_dir, learner, device)

@@ -220,13 +220,14 @@ def test_tracking_error_metrics():
     assert per_env.shape == (2, len(names))
     assert per_env[0, 0] < 0.1 and per_env[0, 1] < 0.2
     assert per_env[1, 0] == pytest.approx(0.8, abs=0.1)
-    assert info["metrics"].shape == (len(names),)
-    torch.testing.assert_close(info["metrics"][:2], per_env.mean(dim=0)[:2])
+    assert info["metrics"].shape == (2, len(names))  # per env: the collector takes the means
+    step_means = info["metrics"].mean(dim=0)
+    torch.testing.assert_close(info["metrics"][:, :2], per_env[:, :2])
     # the scale the step's reward used; the step's advance() then moved it by one curriculum step
-    assert float(info["metrics"][2]) == pytest.approx(float(env.task.penalty_scale) / (1 - ppo.degree), rel=1e-5)
+    assert float(step_means[2]) == pytest.approx(float(env.task.penalty_scale) / (1 - ppo.degree), rel=1e-5)
     # the contributions are the step's reward, term by term: alive is 10 * dt, penalties are negative
-    torch.testing.assert_close(info["metrics"][3:].sum(), reward.mean(), rtol=1e-5, atol=1e-6)
-    by_name = dict(zip(names, info["metrics"].tolist()))
+    torch.testing.assert_close(info["metrics"][:, 3:].sum(dim=1), reward, rtol=1e-5, atol=1e-6)
+    by_name = dict(zip(names, step_means.tolist()))
     assert by_name["rew_alive"] == pytest.approx(10.0 * env.task.control_dt)
     assert by_name["rew_pose"] <= 0.0 and by_name["rew_track_lin_vel"] > 0.0
 

@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from duorl.runtime.checkpoint import latest_checkpoint, load_checkpoint
@@ -178,17 +179,24 @@ def _tiny_algo() -> list[str]:
 
 def test_a_g1_walk_run_logs_every_task_metric(tmp_path):
     """All 13 task diagnostics of g1_walk_flat cross the control block (task_metric_0..12) into
-    metrics.jsonl, and the reward terms' contributions add up to the logged mean reward."""
+    metrics.jsonl, and the reward terms' contributions add up to the logged mean reward. With
+    training.eval_envs the deterministic envs' episodes and diagnostics arrive too, as Eval/*."""
     from duorl.envs.tasks.g1_walk import METRIC_NAMES
 
     run = tmp_path / "run"
-    p = run_duorl(run, "training.num_envs=4", "algo.max_iterations=6", "algo.learning_starts=2",
-                  "algo.buffer_size=16", "training.log_interval=1", task="g1_walk_flat")
+    p = run_duorl(run, "training.num_envs=4", "training.eval_envs=1", "algo.max_iterations=6",
+                  "algo.learning_starts=2", "algo.buffer_size=16", "training.log_interval=1",
+                  "task.max_episode_steps=3", task="g1_walk_flat")
     assert p.returncode == 0, p.stderr
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     last = next(r for r in reversed(rows) if "Task/lin_vel_error" in r)
     assert set(f"Task/{n}" for n in METRIC_NAMES) <= set(last)
+    assert set(f"Eval/{n}" for n in METRIC_NAMES) <= set(last)
     contributions = sum(v for k, v in last.items() if k.startswith("Task/rew_"))
     assert abs(contributions - last["Train/mean_reward"]) < 1e-4
-    # the default (ppo) schedule starts at 0.1 and shrinks by 0.025% a step while no episode has ended
+    # one curriculum scale for every env; 3-step episodes, nobody falls that fast
+    assert last["Eval/penalty_scale"] == last["Task/penalty_scale"]
+    assert last["Train/mean_episode_length"] == 3.0 and last["Eval/mean_episode_length"] == 3.0
+    assert last["Eval/rew_alive"] == pytest.approx(10.0 * 0.02)
+    # the default (ppo) schedule starts at 0.1 and shrinks by 0.025% a step while episodes are short
     assert 0.0995 < last["Task/penalty_scale"] < 0.1

@@ -13,7 +13,7 @@ from duorl.bench.collector import build_collector_tick
 from duorl.config.errors import ConfigError
 from duorl.config.load import load_config
 from duorl.runtime.replay import ReplayLayout, ReplayRing
-from duorl.runtime.tick import TickCaptureError
+from duorl.runtime.tick import EpisodeSums, TickCaptureError
 from tests.conftest import run_duorl
 
 TINY_ALGO = ["algo.actor_hidden_dims=[16,16]", "algo.critic_hidden_dims=[16,16]", "algo.num_atoms=11",
@@ -82,6 +82,56 @@ def test_the_tick_hands_the_env_the_policy_output_behind_each_action():
     with torch.no_grad():
         assert torch.equal(policy, tick.actor.act(obs))
     assert torch.equal(applied, tick.ring.t["action"][0]) and not torch.equal(applied, policy)
+
+
+def test_eval_envs_act_deterministically_and_are_summed_apart():
+    """training.eval_envs=2 of 4: the last two envs take the policy's own action tanh(mean) (so does
+    replay), the first two explore; the two groups' episodes and rewards are summed apart."""
+    cfg = load_config("sac", "pendulum_swingup", "mujoco", TINY_ALGO)
+    tick = build_collector_tick(cfg, 4, "cpu", cuda_graph=False, seed=3, replay_ticks=8, eval_envs=2)
+    obs = tick.obs["actor"].clone()
+    tick.run(0, 1)
+    with torch.no_grad():
+        policy = tick.actor.act(obs)
+    written = tick.ring.t["action"][0]
+    assert torch.equal(written[2:], policy[2:])
+    assert not (written[:2] == policy[:2]).all(dim=1).any()  # neither exploring env acted deterministically
+    tick.run(1, 6)  # the 6-step episodes end at tick 5, inside this iteration
+    r = tick.sums.result()
+    rewards = tick.ring.t["reward"]  # [ticks, envs]
+    assert r["episodes"] == 2.0 and r["eval_episodes"] == 2.0
+    assert r["episode_length_sum"] == 12.0 and r["eval_episode_length_sum"] == 12.0
+    assert r["episode_return_sum"] == pytest.approx(float(rewards[0:6, :2].sum()), rel=1e-5)
+    assert r["eval_episode_return_sum"] == pytest.approx(float(rewards[0:6, 2:].sum()), rel=1e-5)
+    # the per-tick mean reward is the exploring envs' alone
+    assert r["reward_sum"] == pytest.approx(float(rewards[1:7, :2].mean(dim=1).sum()), rel=1e-5)
+
+
+def test_episode_sums_split_the_task_metrics():
+    """Per-env task metrics: the exploring envs' mean goes to task_metric_<i>, the deterministic envs'
+    to eval_task_metric_<i>; without eval envs every env counts and no eval_* result exists."""
+    metrics = torch.tensor([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0], [8.0, 80.0]])
+    info = {"episode_return": torch.zeros(4), "episode_length": torch.zeros(4), "metrics": metrics}
+    split = EpisodeSums(torch.device("cpu"), ("a", "b"), num_envs=4, eval_envs=1)
+    whole = EpisodeSums(torch.device("cpu"), ("a", "b"), num_envs=4)
+    for sums in (split, whole):
+        for _ in range(2):  # sums over the iteration's ticks
+            sums.add(metrics[:, 0], torch.zeros(4, dtype=torch.bool), info)
+    r = split.result()
+    assert (r["task_metric_0"], r["task_metric_1"]) == (4.0, 40.0)  # 2 ticks x mean of envs 0..2
+    assert (r["eval_task_metric_0"], r["eval_task_metric_1"]) == (16.0, 160.0)
+    assert r["reward_sum"] == 4.0
+    r = whole.result()
+    assert (r["task_metric_0"], r["task_metric_1"]) == (7.0, 70.0)
+    assert not any(k.startswith("eval_") for k in r)
+
+
+@pytest.mark.parametrize("value,match", [("-1", "must be >= 0"), ("8", "must be below training.num_envs=8"),
+                                         ("two", "wrong type")])
+def test_eval_envs_refusals(value, match):
+    with pytest.raises(ConfigError, match=match) as e:
+        load_config("sac", "pendulum_swingup", "mujoco", ["training.num_envs=8", f"training.eval_envs={value}"])
+    assert "training.eval_envs" in str(e.value)
 
 
 def test_tick_graph_needs_cuda():

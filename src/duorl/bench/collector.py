@@ -19,10 +19,11 @@ from typing import Any
 
 
 def build_collector_tick(cfg: Any, num_envs: int, device: str, cuda_graph: bool, seed: int = 0,
-                         replay_ticks: int = 16, compile: bool = False, solver_early_exit: bool = False) -> Any:
+                         replay_ticks: int = 16, compile: bool = False, solver_early_exit: bool = False,
+                         eval_envs: int = 0) -> Any:
     """A CollectorTick as the collector builds it (runtime/collector.py), for `cfg`'s task and algo;
     `compile`: the env's step tensor code compiled (sim.tick_compile resolved); `solver_early_exit`:
-    sim.solver_early_exit resolved."""
+    sim.solver_early_exit resolved; `eval_envs`: how many envs act deterministically."""
     import torch
 
     from duorl.algos.registry import make_actor
@@ -42,7 +43,7 @@ def build_collector_tick(cfg: Any, num_envs: int, device: str, cuda_graph: bool,
     ring = ReplayRing.allocate(layout, dev)
     gen = torch.Generator(device=dev).manual_seed(seed + 1)
     obs = {k: v.to(dev) for k, v in env.reset().items()}
-    return CollectorTick(env, actor, ring, gen, obs, dev, cuda_graph=cuda_graph)
+    return CollectorTick(env, actor, ring, gen, obs, dev, cuda_graph=cuda_graph, eval_envs=eval_envs)
 
 
 def _measure(tick: Any, warmup: int, ticks: int) -> dict[str, Any]:

@@ -24,6 +24,11 @@ class TrainingConfig:
     # CUDA and one is present, else the CPU. More than one entry means data parallel.
     devices: Optional[list[Any]] = None
     num_envs: int = 64
+    # the last eval_envs of each collector's envs act deterministically (the policy's tanh(mean), no
+    # exploration noise) and are logged apart as Eval/* (episode length and return, the task's
+    # metrics): how the policy itself does, measured during training. Their transitions still go to
+    # replay. 0 = every env explores.
+    eval_envs: int = 0
     seed: int = 1
     log_dir: Optional[str] = None
     env_steps_per_sync: int = 1

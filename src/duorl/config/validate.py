@@ -25,6 +25,7 @@ WIRE_DTYPES = ("float32", "bfloat16")
 # (key, minimum) for integers.
 _INT_MIN: tuple[tuple[str, int], ...] = (
     ("training.num_envs", 1),
+    ("training.eval_envs", 0),
     ("training.seed", 0),
     ("training.env_steps_per_sync", 1),
     ("training.log_interval", 1),
@@ -172,6 +173,10 @@ def _check_ranges(cfg: Config) -> None:
     if not a.log_std_min < a.log_std_max:
         raise ConfigError("algo.log_std_min", a.log_std_min, f"must be below algo.log_std_max={a.log_std_max:g}",
                           "log_std_min < log_std_max", "e.g. algo.log_std_min=-5 algo.log_std_max=0")
+    if t.eval_envs >= t.num_envs:
+        raise ConfigError("training.eval_envs", t.eval_envs,
+                          f"must be below training.num_envs={t.num_envs} (at least one env must explore)",
+                          f"0 .. {t.num_envs - 1}", "lower training.eval_envs, e.g. to 1/16 of training.num_envs")
     if a.buffer_size < 2 * t.env_steps_per_sync:
         # the ring holds the ticks the collector is writing this iteration plus a readable window
         raise ConfigError("algo.buffer_size", a.buffer_size,

@@ -46,7 +46,7 @@ class EnvSpec:
     max_episode_steps: int
     control_dt: float
     # the task's per-step diagnostics (e.g. velocity tracking error), logged as Task/<name>: their
-    # per-tick means over envs come in info["metrics"], in this order (at most MAX_TASK_METRICS)
+    # per-env values [N, M] come in info["metrics"], in this order (at most MAX_TASK_METRICS)
     metric_names: tuple[str, ...] = ()
     # the task's left-right mirror (None: not symmetric, or not described)
     mirror: Mirror | None = None

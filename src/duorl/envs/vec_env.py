@@ -185,15 +185,15 @@ class TaskVecEnv:
         metrics = None
         if self._evaluate is not None:  # one pass for reward, terminated, advance, observe
             if self._metrics is not None:
-                metrics = self._metrics(sim).float().mean(dim=0)
+                metrics = self._metrics(sim).float()
             reward, terminated, final_obs = self._evaluate(sim)
         else:
             if self._reward_and_metrics is not None:  # the metrics break the reward down: one pass
                 reward, per_env = self._reward_and_metrics(sim)
-                metrics = per_env.float().mean(dim=0)
+                metrics = per_env.float()
             else:
                 if self._metrics is not None:
-                    metrics = self._metrics(sim).float().mean(dim=0)
+                    metrics = self._metrics(sim).float()
                 reward = task.reward(sim)
             terminated = task.terminated(sim)
             if self._advance is not None:

@@ -64,6 +64,8 @@ class CollectorArgs:
     nan_dump_path: str | None = None
     # capture each tick as one CUDA graph (runtime/tick.py; CUDA collectors only)
     tick_cuda_graph: bool = False
+    # the last eval_envs envs act deterministically (training.eval_envs)
+    eval_envs: int = 0
 
 
 def _die_with_parent() -> None:
@@ -127,7 +129,8 @@ def _run(args: CollectorArgs) -> None:
     obs = _to(env.reset(), device)
     if args.restore is not None:
         obs = _restore(args.restore, env, actor, gen, device)
-    tick = CollectorTick(env, actor, ring, gen, obs, device, cuda_graph=args.tick_cuda_graph, timer=timer)
+    tick = CollectorTick(env, actor, ring, gen, obs, device, cuda_graph=args.tick_cuda_graph, timer=timer,
+                         eval_envs=args.eval_envs)
     snapshots = _Snapshots(args.snapshot_dir)
     nan_snapshot = getattr(env, "nan_snapshot", None) if args.nan_dump_path else None
     control.set(COLLECTOR_READY, 1)

@@ -69,6 +69,33 @@ class DuoSettings:
     tick_cuda_graph: bool = False
     # stop at the first iteration boundary after this many seconds of run() (None: no limit)
     max_wall_s: float | None = None
+    # the last eval_envs envs act deterministically and are logged as Eval/* (runtime/tick.py)
+    eval_envs: int = 0
+
+
+class EpisodeWindow:
+    """The most recent iterations' finished episodes, as few iterations as still hold at least
+    `min_episodes` of them: the mean episode return and length the log reports."""
+
+    def __init__(self, min_episodes: int) -> None:
+        self.min_episodes = min_episodes
+        self.rows: collections.deque[tuple[float, float, float]] = collections.deque()
+
+    def add(self, cstats: dict[str, float], prefix: str) -> None:
+        """One iteration's collector statistics; `prefix` picks the envs ("" exploring, "eval_")."""
+        if f"{prefix}episodes" not in cstats:
+            return
+        self.rows.append((cstats[f"{prefix}episodes"], cstats[f"{prefix}episode_return_sum"],
+                          cstats[f"{prefix}episode_length_sum"]))
+        while len(self.rows) > 1 and sum(r[0] for r in self.rows) - self.rows[0][0] >= self.min_episodes:
+            self.rows.popleft()
+
+    def means(self) -> tuple[float, float] | None:
+        """(mean return, mean length), None before the first finished episode."""
+        done = sum(r[0] for r in self.rows)
+        if done <= 0:
+            return None
+        return sum(r[1] for r in self.rows) / done, sum(r[2] for r in self.rows) / done
 
 
 @dataclass
@@ -210,6 +237,7 @@ class Duo:
             torch_threads=s.torch_threads,
             delay_ms=s.collector_delay_ms,
             tick_cuda_graph=s.tick_cuda_graph,
+            eval_envs=s.eval_envs,
         )
         ctx = mp.get_context("spawn")
         # daemon: multiprocessing terminates it if this process exits on an unhandled path
@@ -326,7 +354,8 @@ class Duo:
         s = self.s
         n, sps = s.num_envs, s.env_steps_per_sync
         timer = PhaseTimer(self.device)
-        episodes: collections.deque[tuple[float, float, float]] = collections.deque()
+        episodes = EpisodeWindow(n - s.eval_envs)
+        eval_episodes = EpisodeWindow(s.eval_envs)
         nan_resets = 0.0
         last_log_wall, last_log_steps = time.perf_counter(), 0
         iter_ms_sum, wait_ms_sum, publish_ms_sum, iters_in_log = 0.0, 0.0, 0.0, 0
@@ -376,10 +405,8 @@ class Duo:
             wait_ms_sum += waited * 1e3
             iters_in_log += 1
             if cstats is not None:
-                episodes.append((cstats["episodes"], cstats["episode_return_sum"], cstats["episode_length_sum"]))
-                # keep the most recent window that still holds at least num_envs finished episodes
-                while len(episodes) > 1 and sum(e[0] for e in episodes) - episodes[0][0] >= n:
-                    episodes.popleft()
+                episodes.add(cstats, "")
+                eval_episodes.add(cstats, "eval_")
                 nan_resets += cstats["nan_resets"]
                 if cstats.get("collector_tick_graph") == 1.0:
                     self.tick_graph_active = True
@@ -404,11 +431,13 @@ class Duo:
                     for i, name in enumerate(self.spec.metric_names):
                         if f"task_metric_{i}" in cstats:
                             m[f"Task/{name}"] = cstats[f"task_metric_{i}"] / sps
+                        if f"eval_task_metric_{i}" in cstats:
+                            m[f"Eval/{name}"] = cstats[f"eval_task_metric_{i}"] / sps
                     m["Train/nan_resets"] = nan_resets
-                done = sum(e[0] for e in episodes)
-                if done > 0:
-                    m["Train/mean_episode_return"] = sum(e[1] for e in episodes) / done
-                    m["Train/mean_episode_length"] = sum(e[2] for e in episodes) / done
+                for prefix, window in (("Train", episodes), ("Eval", eval_episodes)):
+                    means = window.means()
+                    if means is not None:
+                        m[f"{prefix}/mean_episode_return"], m[f"{prefix}/mean_episode_length"] = means
                 for key, v in metrics_dev.items():
                     m[key] = float(v)  # one sync per log, outside the update
                 self.reporter.log(k + 1, env_steps, now - t_start, m)

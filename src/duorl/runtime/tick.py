@@ -31,34 +31,67 @@ class TickCaptureError(RuntimeError):
 
 
 class EpisodeSums:
-    """Sums over finished episodes (and per-tick mean rewards), kept on the device between syncs.
-    The tensors are allocated once and zeroed in place: a captured tick adds into them."""
+    """Sums over finished episodes (and per-tick mean rewards and task metrics), kept on the device
+    between syncs. The tensors are allocated once and zeroed in place: a captured tick adds into them.
 
-    def __init__(self, device: torch.device, metric_names: tuple[str, ...] = ()) -> None:
+    eval_envs: the last eval_envs envs act deterministically (training.eval_envs); their episodes and
+    metrics are summed apart (the eval_* results) and left out of the exploring envs' sums.
+    """
+
+    def __init__(self, device: torch.device, metric_names: tuple[str, ...] = (), num_envs: int = 0,
+                 eval_envs: int = 0) -> None:
         z = lambda: torch.zeros((), dtype=torch.float64, device=device)  # noqa: E731
         self.episodes, self.ret, self.length, self.reward, self.nan = z(), z(), z(), z(), z()
+        self.eval_episodes, self.eval_ret, self.eval_length = z(), z(), z()
         self.metric_names = tuple(metric_names)
         self.metrics = torch.zeros(len(self.metric_names), dtype=torch.float64, device=device)
+        self.eval_metrics = torch.zeros_like(self.metrics)
+        self.eval_envs = int(eval_envs)
+        # 1.0 for the exploring envs, 0.0 for the deterministic ones (None: all explore)
+        self.explore_weight: torch.Tensor | None = None
+        if self.eval_envs > 0:
+            self.explore_weight = (torch.arange(num_envs, device=device) < num_envs - self.eval_envs).to(torch.float64)
 
     def zero_(self) -> None:
-        for t in (self.episodes, self.ret, self.length, self.reward, self.nan, self.metrics):
+        for t in (self.episodes, self.ret, self.length, self.reward, self.nan, self.metrics,
+                  self.eval_episodes, self.eval_ret, self.eval_length, self.eval_metrics):
             t.zero_()
 
     def add(self, reward: torch.Tensor, done: torch.Tensor, info: dict[str, Any]) -> None:
-        d = done.to(torch.float64)
         dev = self.episodes.device
-        self.episodes += d.sum()
-        self.ret += (info["episode_return"].to(dev, torch.float64) * d).sum()
-        self.length += (info["episode_length"].to(dev, torch.float64) * d).sum()
-        self.reward += reward.to(dev, torch.float64).mean()
+        d = done.to(dev, torch.float64)
+        ret = info["episode_return"].to(dev, torch.float64)
+        length = info["episode_length"].to(dev, torch.float64)
+        reward = reward.to(dev, torch.float64)
+        per_env = info["metrics"].to(dev, torch.float64) if self.metric_names else None  # [N, M]
+        w = self.explore_weight
+        if w is None:
+            self.episodes += d.sum()
+            self.ret += (ret * d).sum()
+            self.length += (length * d).sum()
+            self.reward += reward.mean()
+            if per_env is not None:
+                self.metrics += per_env.mean(dim=0)
+        else:
+            n_explore = float(w.shape[0] - self.eval_envs)
+            e = 1.0 - w
+            self.episodes += (d * w).sum()
+            self.ret += (ret * d * w).sum()
+            self.length += (length * d * w).sum()
+            self.reward += (reward * w).sum() / n_explore
+            self.eval_episodes += (d * e).sum()
+            self.eval_ret += (ret * d * e).sum()
+            self.eval_length += (length * d * e).sum()
+            if per_env is not None:
+                self.metrics += (per_env * w.unsqueeze(1)).sum(dim=0) / n_explore
+                self.eval_metrics += (per_env * e.unsqueeze(1)).sum(dim=0) / float(self.eval_envs)
         if "nan_resets" in info:
             self.nan += info["nan_resets"].to(dev, torch.float64)
-        if self.metric_names:
-            self.metrics += info["metrics"].to(dev, torch.float64)
 
     def result(self) -> dict[str, float]:
         """Host values (syncs: call after the iteration's publish sync). Task metrics are sums over the
-        iteration's ticks, in slots task_metric_<i> (spec.metric_names[i])."""
+        iteration's ticks of per-tick means over envs, in slots task_metric_<i> (spec.metric_names[i]);
+        with eval envs, also eval_episodes, eval_episode_*_sum and eval_task_metric_<i>."""
         out = {
             "episodes": float(self.episodes),
             "episode_return_sum": float(self.ret),
@@ -68,6 +101,12 @@ class EpisodeSums:
         }
         for i, v in enumerate(self.metrics.tolist()):
             out[f"task_metric_{i}"] = v
+        if self.eval_envs > 0:
+            out["eval_episodes"] = float(self.eval_episodes)
+            out["eval_episode_return_sum"] = float(self.eval_ret)
+            out["eval_episode_length_sum"] = float(self.eval_length)
+            for i, v in enumerate(self.eval_metrics.tolist()):
+                out[f"eval_task_metric_{i}"] = v
         return out
 
 
@@ -89,6 +128,7 @@ class CollectorTick:
 
     obs: the observation the first tick acts on (copied into the tick's own buffers).
     cuda_graph: capture the tick as one CUDA graph (the env's device must be CUDA).
+    eval_envs: the last eval_envs envs take the policy's deterministic action (EpisodeSums).
     """
 
     def __init__(
@@ -101,6 +141,7 @@ class CollectorTick:
         device: torch.device,
         cuda_graph: bool = False,
         timer: PhaseTimer | None = None,
+        eval_envs: int = 0,
     ) -> None:
         if cuda_graph and device.type != "cuda":
             raise TickCaptureError(
@@ -112,7 +153,14 @@ class CollectorTick:
         self.obs = {k: v.to(device).clone() for k, v in obs.items()}
         self.tick = torch.zeros((), dtype=torch.int64, device=device)
         spec = getattr(env, "spec", None)
-        self.sums = EpisodeSums(device, getattr(spec, "metric_names", ()))
+        num_envs = next(iter(self.obs.values())).shape[0]
+        if not 0 <= eval_envs < num_envs:
+            raise ValueError(f"training.eval_envs={eval_envs}: must be in [0, {num_envs}) (the collector has {num_envs} envs)")
+        self.sums = EpisodeSums(device, getattr(spec, "metric_names", ()), num_envs, eval_envs)
+        # [N, 1] True where an env acts deterministically; None when all explore
+        self._deterministic = None
+        if eval_envs > 0:
+            self._deterministic = (torch.arange(num_envs, device=device) >= num_envs - eval_envs).unsqueeze(1)
         self.cuda_graph = cuda_graph
         self.timer = timer
         self.graph: torch.cuda.CUDAGraph | None = None
@@ -157,6 +205,8 @@ class CollectorTick:
         with self._phase("collector_inference_ms", timed):
             # the policy's own output too: tasks penalise its changes, not the exploration noise's
             action, policy_action = self.actor.explore_with_mean(obs["actor"], self.generator)
+            if self._deterministic is not None:
+                action = torch.where(self._deterministic, policy_action, action)
         with self._phase("collector_env_step_ms", timed):
             next_obs, reward, terminated, truncated, info = env.step(action.to(env.device), policy_action.to(env.device))
         dev = self.device

@@ -14,6 +14,22 @@ CURVES = (
 )
 
 
+def panels(rows: list[dict]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(title, [(metrics key, legend label), ...]) per panel: the fixed curves, then one panel per task
+    diagnostic (Task/...). A deterministic-env curve (training.eval_envs: Eval/<name>) shares the panel
+    of its exploring-env counterpart; curves never logged are left out."""
+    logged = {k for r in rows for k in r}
+    task_keys = sorted(k for k in logged if k.startswith("Task/"))
+    out = []
+    for key, title in list(CURVES) + [(k, k.removeprefix("Task/").replace("_", " ")) for k in task_keys]:
+        eval_key = "Eval/" + key.split("/", 1)[1]
+        if eval_key in logged:
+            out.append((title, [(key, "exploring envs"), (eval_key, "deterministic envs")]))
+        else:
+            out.append((title, [(key, "")]))
+    return out
+
+
 def plot_learning_curves(run_dir: Path) -> Path | None:
     """Write RUN_DIR/plots/learning_curves.png against env steps; None when nothing was logged."""
     import matplotlib
@@ -24,19 +40,20 @@ def plot_learning_curves(run_dir: Path) -> Path | None:
     rows = read_metrics(Path(run_dir) / "metrics.jsonl")
     if not rows:
         return None
-    # the task's own diagnostics (Task/..., e.g. velocity tracking error) get panels of their own
-    task_keys = sorted({k for r in rows for k in r if k.startswith("Task/")})
-    curves = list(CURVES) + [(k, k.removeprefix("Task/").replace("_", " ")) for k in task_keys]
-    cols = 2 if len(curves) <= 4 else 3
-    nrows = -(-len(curves) // cols)
+    layout = panels(rows)
+    cols = 2 if len(layout) <= 4 else 3
+    nrows = -(-len(layout) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 3.25 * nrows), squeeze=False)
-    for ax in list(axes.flat)[len(curves):]:
+    for ax in list(axes.flat)[len(layout):]:
         ax.set_visible(False)
-    for ax, (key, label) in zip(axes.flat, curves):
-        pts = [(r["env_steps"], r[key]) for r in rows if isinstance(r.get(key), (int, float))]
-        if pts:
-            ax.plot(*zip(*pts))
-        ax.set_title(label)
+    for ax, (title, curves) in zip(axes.flat, layout):
+        for key, label in curves:
+            pts = [(r["env_steps"], r[key]) for r in rows if isinstance(r.get(key), (int, float))]
+            if pts:
+                ax.plot(*zip(*pts), label=label or None)
+        if len(curves) > 1:
+            ax.legend(fontsize=8)
+        ax.set_title(title)
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
     fig.tight_layout()
