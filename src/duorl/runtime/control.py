@@ -46,7 +46,7 @@ STAT_FIELDS = (
     "nan_resets",
     # the task's diagnostics (EnvSpec.metric_names), summed over the iteration's ticks
     *(f"task_metric_{i}" for i in range(MAX_TASK_METRICS)),
-    # the same for the deterministic envs (training.eval_envs; zero without them)
+    # the same for the deterministic envs (training.eval_envs; not written without them)
     "eval_episodes",
     "eval_episode_return_sum",
     "eval_episode_length_sum",
