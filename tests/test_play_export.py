@@ -73,3 +73,25 @@ def test_play_video_without_gl_is_a_clear_message(run, tmp_path):
 def test_play_rejects_a_directory_that_is_no_run(tmp_path):
     r = subprocess.run([sys.executable, "-m", "duorl", "play", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "not a duorl run directory" in r.stderr
+
+
+def test_play_reports_the_task_metrics_of_the_deterministic_policy(tmp_path):
+    """g1_walk_flat's diagnostics (velocity errors, each reward term's share) come out of `duorl play`
+    as means over every step: 3-step episodes that all last, so the shares add up to return / length."""
+    from duorl.envs.tasks.g1_walk import METRIC_NAMES
+
+    run = tmp_path / "run"
+    p = run_duorl(run, "training.num_envs=4", "algo.max_iterations=3", "algo.learning_starts=2",
+                  "algo.buffer_size=16", "task.max_episode_steps=3", task="g1_walk_flat")
+    assert p.returncode == 0, p.stderr
+    r = subprocess.run([sys.executable, "-m", "duorl", "play", str(run), "--episodes", "2", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert tuple(out["metrics"]) == METRIC_NAMES
+    assert out["mean_length"] == 3.0
+    m = out["metrics"]
+    assert m["rew_alive"] == pytest.approx(10.0 * 0.02)
+    assert m["lin_vel_error"] >= 0.0 and m["ang_vel_error"] >= 0.0
+    shares = sum(v for k, v in m.items() if k.startswith("rew_"))
+    assert shares == pytest.approx(out["mean_return"] / out["mean_length"], rel=1e-4, abs=1e-6)

@@ -2,7 +2,8 @@
 
 N episodes run as N parallel envs of the run's task on the CPU `mujoco` backend (the same task code
 as training on either backend), each from its own seeded start, with the deterministic action
-tanh(mean). Same run, same checkpoint, same N: same numbers.
+tanh(mean). Same run, same checkpoint, same N: same numbers. A task with diagnostics (EnvSpec.metric_names,
+e.g. g1_walk_flat's lin_vel_error) also gets their means over every step of the N episodes.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ class PlayResult:
     mean_length: float
     video: str | None = None
     video_error: str | None = None
+    # the task's diagnostics (EnvSpec.metric_names), each a mean over every step of the episodes
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 class PlayError(RuntimeError):
@@ -74,12 +77,18 @@ def evaluate(
     finished = torch.zeros(episodes, dtype=torch.bool)
     returns = torch.zeros(episodes, dtype=torch.float64)
     lengths = torch.zeros(episodes, dtype=torch.float64)
+    metric_sums = torch.zeros(len(spec.metric_names), dtype=torch.float64)
+    metric_steps = 0.0
     with torch.no_grad():
         # every episode ends by the time limit at the latest
         for _ in range(spec.max_episode_steps + 1):
             if recorder is not None and not bool(finished[0]):
                 recorder.frame()
             obs, _, terminated, truncated, info = env.step(actor.act(obs["actor"]))
+            if spec.metric_names:  # per env [N, M]; an env counts until its first episode ends
+                live = (~finished).double()
+                metric_sums += (info["metrics"].double() * live.unsqueeze(1)).sum(dim=0)
+                metric_steps += float(live.sum())
             new = (terminated | truncated) & ~finished
             returns = torch.where(new, info["episode_return"].double(), returns)
             lengths = torch.where(new, info["episode_length"].double(), lengths)
@@ -98,6 +107,7 @@ def evaluate(
         mean_length=float(lengths.mean()),
         video=out,
         video_error=video_error,
+        metrics={name: float(v) / max(metric_steps, 1.0) for name, v in zip(spec.metric_names, metric_sums)},
     )
 
 
@@ -155,6 +165,8 @@ def play_main(run_dir: str, episodes: int, checkpoint: str | None, video: str | 
         print(f"episodes     {r.episodes}")
         print(f"return       mean {r.mean_return:.3f}  min {r.min_return:.3f}  max {r.max_return:.3f}")
         print(f"length       mean {r.mean_length:.1f}")
+        for name, v in r.metrics.items():
+            print(f"{name:<12} {v:.4f}")
         if r.video:
             print(f"video        {r.video}")
     if r.video_error:
