@@ -56,6 +56,16 @@ def test_override_types() -> None:
     assert type(cfg.algo.batch_size) is int and cfg.algo.batch_size == 64
 
 
+def test_yaml_boolean_words_stay_words_for_text_keys() -> None:
+    """YAML reads off/on/yes/no as booleans; a text key gets the word as typed (the `off` penalty
+    curriculum was refused as False before), a boolean key still gets the boolean."""
+    cfg = load_config(ALGO, "g1_walk_flat", "mujoco", ["task.penalty_curriculum=off", "training.progress=off"])
+    assert cfg.task.penalty_curriculum == "off"
+    assert cfg.training.progress is False
+    with pytest.raises(ConfigError, match="training.cuda_process_sharing=no"):
+        load_config(ALGO, TASK, "mujoco", ["training.cuda_process_sharing=no"])
+
+
 def test_later_override_wins_and_interpolation_resolves() -> None:
     cfg = load_config(ALGO, TASK, "mujoco", ["algo.batch_size=64", "algo.batch_size=32", "algo.critic_lr=${algo.actor_lr}"])
     assert cfg.algo.batch_size == 32 and cfg.algo.critic_lr == cfg.algo.actor_lr

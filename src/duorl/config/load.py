@@ -131,6 +131,10 @@ def _parse_override(item: str) -> tuple[str, str, DictConfig]:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ConfigError(key, raw, f"cannot parse the value ({msg})", "YAML scalars or lists such as [0] or [256,256]",
                           "quote or fix the value") from None
+    if raw.strip().lower() in ("on", "off", "yes", "no") and leaf_types().get(key, "").startswith("str"):
+        # YAML reads these words as booleans; for a text key the word is meant (task.penalty_curriculum=off)
+        parsed = OmegaConf.create()
+        OmegaConf.update(parsed, key, raw.strip(), force_add=True)
     return key, raw, parsed
 
 
