@@ -112,8 +112,8 @@ def test_episode_sums_split_the_task_metrics():
     to eval_task_metric_<i>; without eval envs every env counts and no eval_* result exists."""
     metrics = torch.tensor([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0], [8.0, 80.0]])
     info = {"episode_return": torch.zeros(4), "episode_length": torch.zeros(4), "metrics": metrics}
-    split = EpisodeSums(torch.device("cpu"), ("a", "b"), num_envs=4, eval_envs=1)
-    whole = EpisodeSums(torch.device("cpu"), ("a", "b"), num_envs=4)
+    split = EpisodeSums(torch.device("cpu"), 4, ("a", "b"), eval_envs=1)
+    whole = EpisodeSums(torch.device("cpu"), 4, ("a", "b"))
     for sums in (split, whole):
         for _ in range(2):  # sums over the iteration's ticks
             sums.add(metrics[:, 0], torch.zeros(4, dtype=torch.bool), info)

@@ -22,12 +22,13 @@ SMALL = ["algo.actor_hidden_dims=[64,64]", "algo.critic_hidden_dims=[64,64]", "a
 CONTACT_TOL = 1e-3
 
 
-def _pair(algo: str, task: str, n: int, *extra: str, compile: bool = False, compile_eager: bool = False):
+def _pair(algo: str, task: str, n: int, *extra: str, compile: bool = False, compile_eager: bool = False,
+          eval_envs: int = 0):
     """An eager tick and a captured one (their envs' tensor code compiled when `compile_eager` and
-    `compile`)."""
+    `compile`; the last `eval_envs` envs acting deterministically in both)."""
     cfg = load_config(algo, task, "mjwarp", [*SMALL, "training.devices=[0]", *extra])
-    eager = build_collector_tick(cfg, n, "cuda", cuda_graph=False, seed=3, compile=compile_eager)
-    graphed = build_collector_tick(cfg, n, "cuda", cuda_graph=True, seed=3, compile=compile)
+    eager = build_collector_tick(cfg, n, "cuda", cuda_graph=False, seed=3, compile=compile_eager, eval_envs=eval_envs)
+    graphed = build_collector_tick(cfg, n, "cuda", cuda_graph=True, seed=3, compile=compile, eval_envs=eval_envs)
     return eager, graphed
 
 
@@ -55,6 +56,20 @@ def test_graph_tick_equals_eager_tick_pendulum(algo):
     assert graphed.captured and not eager.captured
     _assert_same(eager, graphed, exact=True)
     assert eager.sums.result()["episodes"] == 2 * 256
+
+
+def test_graph_tick_with_eval_envs_equals_eager_tick():
+    """training.eval_envs inside the capture: 64 of 256 envs take the policy's own action in the replayed
+    graph as in eager ticks (bitwise), and both sum the two groups' episodes apart."""
+    eager, graphed = _pair("sac", "pendulum_swingup", 256, "task.max_episode_steps=7", eval_envs=64)
+    eager.run(0, 20)
+    graphed.run(0, 20)
+    torch.cuda.synchronize()
+    assert graphed.captured
+    _assert_same(eager, graphed, exact=True)
+    a, b = eager.sums.result(), graphed.sums.result()
+    assert a == b
+    assert a["episodes"] == 2 * 192 and a["eval_episodes"] == 2 * 64
 
 
 def test_graph_tick_equals_eager_tick_g1_walk():

@@ -38,7 +38,7 @@ class EpisodeSums:
     metrics are summed apart (the eval_* results) and left out of the exploring envs' sums.
     """
 
-    def __init__(self, device: torch.device, metric_names: tuple[str, ...] = (), num_envs: int = 0,
+    def __init__(self, device: torch.device, num_envs: int, metric_names: tuple[str, ...] = (),
                  eval_envs: int = 0) -> None:
         z = lambda: torch.zeros((), dtype=torch.float64, device=device)  # noqa: E731
         self.episodes, self.ret, self.length, self.reward, self.nan = z(), z(), z(), z(), z()
@@ -47,10 +47,9 @@ class EpisodeSums:
         self.metrics = torch.zeros(len(self.metric_names), dtype=torch.float64, device=device)
         self.eval_metrics = torch.zeros_like(self.metrics)
         self.eval_envs = int(eval_envs)
-        # 1.0 for the exploring envs, 0.0 for the deterministic ones (None: all explore)
-        self.explore_weight: torch.Tensor | None = None
-        if self.eval_envs > 0:
-            self.explore_weight = (torch.arange(num_envs, device=device) < num_envs - self.eval_envs).to(torch.float64)
+        self.n_explore = float(num_envs - self.eval_envs)
+        # [N] 1.0 for the exploring envs, 0.0 for the deterministic ones
+        self.explore = (torch.arange(num_envs, device=device) < num_envs - self.eval_envs).to(torch.float64)
 
     def zero_(self) -> None:
         for t in (self.episodes, self.ret, self.length, self.reward, self.nan, self.metrics,
@@ -59,31 +58,23 @@ class EpisodeSums:
 
     def add(self, reward: torch.Tensor, done: torch.Tensor, info: dict[str, Any]) -> None:
         dev = self.episodes.device
+        w = self.explore
         d = done.to(dev, torch.float64)
-        ret = info["episode_return"].to(dev, torch.float64)
-        length = info["episode_length"].to(dev, torch.float64)
-        reward = reward.to(dev, torch.float64)
+        ret = info["episode_return"].to(dev, torch.float64) * d
+        length = info["episode_length"].to(dev, torch.float64) * d
         per_env = info["metrics"].to(dev, torch.float64) if self.metric_names else None  # [N, M]
-        w = self.explore_weight
-        if w is None:
-            self.episodes += d.sum()
-            self.ret += (ret * d).sum()
-            self.length += (length * d).sum()
-            self.reward += reward.mean()
-            if per_env is not None:
-                self.metrics += per_env.mean(dim=0)
-        else:
-            n_explore = float(w.shape[0] - self.eval_envs)
+        self.episodes += (d * w).sum()
+        self.ret += (ret * w).sum()
+        self.length += (length * w).sum()
+        self.reward += (reward.to(dev, torch.float64) * w).sum() / self.n_explore
+        if per_env is not None:
+            self.metrics += (per_env * w.unsqueeze(1)).sum(dim=0) / self.n_explore
+        if self.eval_envs > 0:
             e = 1.0 - w
-            self.episodes += (d * w).sum()
-            self.ret += (ret * d * w).sum()
-            self.length += (length * d * w).sum()
-            self.reward += (reward * w).sum() / n_explore
             self.eval_episodes += (d * e).sum()
-            self.eval_ret += (ret * d * e).sum()
-            self.eval_length += (length * d * e).sum()
+            self.eval_ret += (ret * e).sum()
+            self.eval_length += (length * e).sum()
             if per_env is not None:
-                self.metrics += (per_env * w.unsqueeze(1)).sum(dim=0) / n_explore
                 self.eval_metrics += (per_env * e.unsqueeze(1)).sum(dim=0) / float(self.eval_envs)
         if "nan_resets" in info:
             self.nan += info["nan_resets"].to(dev, torch.float64)
@@ -156,11 +147,9 @@ class CollectorTick:
         num_envs = next(iter(self.obs.values())).shape[0]
         if not 0 <= eval_envs < num_envs:
             raise ValueError(f"training.eval_envs={eval_envs}: must be in [0, {num_envs}) (the collector has {num_envs} envs)")
-        self.sums = EpisodeSums(device, getattr(spec, "metric_names", ()), num_envs, eval_envs)
+        self.sums = EpisodeSums(device, num_envs, getattr(spec, "metric_names", ()), eval_envs)
         # [N, 1] True where an env acts deterministically; None when all explore
-        self._deterministic = None
-        if eval_envs > 0:
-            self._deterministic = (torch.arange(num_envs, device=device) >= num_envs - eval_envs).unsqueeze(1)
+        self._deterministic = (self.sums.explore == 0).unsqueeze(1) if eval_envs > 0 else None
         self.cuda_graph = cuda_graph
         self.timer = timer
         self.graph: torch.cuda.CUDAGraph | None = None

@@ -16,8 +16,8 @@ CURVES = (
 
 def panels(rows: list[dict]) -> list[tuple[str, list[tuple[str, str]]]]:
     """(title, [(metrics key, legend label), ...]) per panel: the fixed curves, then one panel per task
-    diagnostic (Task/...). A deterministic-env curve (training.eval_envs: Eval/<name>) shares the panel
-    of its exploring-env counterpart; curves never logged are left out."""
+    diagnostic (Task/...). A deterministic-env curve (training.eval_envs: Eval/<name>), where one was
+    logged, shares the panel of its exploring-env counterpart."""
     logged = {k for r in rows for k in r}
     task_keys = sorted(k for k in logged if k.startswith("Task/"))
     out = []
