@@ -10,7 +10,7 @@ over N envs and the steps after the first second, plus the fraction of envs that
 
 Why: in the H200 walking runs the exploring envs' penalties under `joint_limits` were about 10x those
 of the deterministic envs (benchmarks/2026-11-29_g1_walk_fastsac_h200_10min_eval_envs/). If noise of
-the size SAC keeps at the published target entropy (Policy/entropy near 0, about sigma 0.24 per joint)
+the size SAC keeps at the published target entropy (Policy/entropy near 0: sigma about 0.25 per joint)
 reproduces them on a robot that does nothing else, the noise is what costs, and this table says how
 small sigma must be under `joint_limits` to cost what `pd` costs at sigma 0.24.
 
