@@ -182,19 +182,15 @@ class TaskVecEnv:
         task, sim = self.task, self.backend
         rng = Uniforms(uniforms)
         # metrics before advance(): a task may redraw what they compare against (a walking command)
-        metrics = None
+        reward, metrics = None, None
+        if self._reward_and_metrics is not None and self._evaluate is None:  # one pass: metrics break the reward down
+            reward, metrics = self._reward_and_metrics(sim)
+        elif self._metrics is not None:
+            metrics = self._metrics(sim)
         if self._evaluate is not None:  # one pass for reward, terminated, advance, observe
-            if self._metrics is not None:
-                metrics = self._metrics(sim).float()
             reward, terminated, final_obs = self._evaluate(sim)
         else:
-            if self._reward_and_metrics is not None:  # the metrics break the reward down: one pass
-                reward, per_env = self._reward_and_metrics(sim)
-                metrics = per_env.float()
-            else:
-                if self._metrics is not None:
-                    metrics = self._metrics(sim).float()
-                reward = task.reward(sim)
+            reward = task.reward(sim) if reward is None else reward
             terminated = task.terminated(sim)
             if self._advance is not None:
                 self._advance(sim, rng)
@@ -238,7 +234,7 @@ class TaskVecEnv:
             "nan_resets": nan_resets,
         }
         if metrics is not None:
-            info["metrics"] = metrics
+            info["metrics"] = metrics.float()  # [N, M]
         return obs, reward, terminated, truncated, info
 
     def state_dict(self) -> dict[str, Any]:

@@ -146,7 +146,8 @@ class CollectorTick:
         spec = getattr(env, "spec", None)
         num_envs = next(iter(self.obs.values())).shape[0]
         if not 0 <= eval_envs < num_envs:
-            raise ValueError(f"training.eval_envs={eval_envs}: must be in [0, {num_envs}) (the collector has {num_envs} envs)")
+            raise ValueError(f"training.eval_envs={eval_envs}: must be in [0, {num_envs}) "
+                             f"(the collector has {num_envs} envs)")
         self.sums = EpisodeSums(device, num_envs, getattr(spec, "metric_names", ()), eval_envs)
         # [N, 1] True where an env acts deterministically; None when all explore
         self._deterministic = (self.sums.explore == 0).unsqueeze(1) if eval_envs > 0 else None

@@ -37,7 +37,7 @@ So ppo is the default: the published schedule that measured best here. With task
 joint_limits (benchmarks/2026-11-29_g1_walk_fastsac_h200_15min_joint_limits/) both schedules end worse
 (0.65, 0.70): the exploring envs shake under the wider action range. The policy's own action
 (training.eval_envs, ..._10min_eval_envs/) tracked to 0.09 m/s at s near 0.14 there, and to 0.22 under pd
-at s near 0.4; in every run the error rises once s reaches 1.
+at s near 0.4; in no run does the error stay low once s reaches 1.
 Logged per step (Task/rew_<term>): each term's contribution to the reward, weight * dt * term, the
 penalties times s, averaged over the exploring envs (Eval/rew_<term>: over the deterministic ones).
 Mirror (EnvSpec.mirror, walk_mirror): the task is symmetric about the robot's sagittal plane, so a
