@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # FastSAC learns g1_walk_flat on one H200 inside a wall-time budget: the published FastSAC humanoid
-# settings (algo/sac.yaml: 4096 envs, batch 8192, 8 updates/iteration, gamma 0.97, ...), MuJoCo Warp,
-# collector ticks and learner iterations as CUDA graphs. Criterion (issue #3): over the last 100
+# settings (algo/sac.yaml: 4096 envs, batch 8192, 8 updates/iteration, gamma 0.97, ...) with the task's
+# defaults (task/g1_walk_flat.yaml: the joint_limits action range, target entropy -2.0 per dimension),
+# MuJoCo Warp, collector ticks and learner iterations as CUDA graphs. Criterion (issue #3): over the last 100
 # iterations mean episode length >= 80% of the maximum and mean Task/lin_vel_error <= 0.3 m/s.
 # Run on the GPU machine from the repo root, after staging the wheels (../shared/tools/device-wheels.sh):
 #   bash benchmarks/g1_walk_fastsac_h200.sh OUT_DIR [MINUTES [key=value ...]]   # train, then collect (one call)

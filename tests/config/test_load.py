@@ -41,6 +41,20 @@ def test_shipped_pendulum_defaults() -> None:
     assert cfg.algo.num_atoms == 101  # from sac.yaml, untouched by the task
 
 
+def test_shipped_g1_walk_defaults() -> None:
+    """g1_walk_flat ships the settings that walked on the H200 (benchmarks/..._15min_low_entropy/): the
+    published FastSAC G1 action range and, for sac only, a target entropy of -2.0 per action dimension;
+    the tracking task keeps the pd range, and a command-line override still wins."""
+    sac = load_config(ALGO, "g1_walk_flat", "mujoco", [])
+    assert sac.task.action_range == "joint_limits" and sac.algo.target_entropy_scale == -2.0
+    assert sac.algo.use_symmetry is True and sac.task.penalty_curriculum is None  # the task's own (ppo)
+    flash = load_config("flashsac", "g1_walk_flat", "mujoco", [])
+    assert flash.task.action_range == "joint_limits" and flash.algo.target_entropy_scale == 0.0
+    assert load_config(ALGO, "g1_motion_tracking", "mujoco", []).task.action_range == "pd"
+    pd = load_config(ALGO, "g1_walk_flat", "mujoco", ["task.action_range=pd", "algo.target_entropy_scale=0"])
+    assert pd.task.action_range == "pd" and pd.algo.target_entropy_scale == 0.0
+
+
 def test_override_types() -> None:
     cfg = load_config(ALGO, TASK, "mujoco", [
         "training.devices=[cpu]", "algo.gamma=0.9", "algo.v_min=-5", "algo.actor_hidden_dims=[64,32]",
