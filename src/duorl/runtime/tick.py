@@ -47,9 +47,8 @@ class EpisodeSums:
         self.metrics = torch.zeros(len(self.metric_names), dtype=torch.float64, device=device)
         self.eval_metrics = torch.zeros_like(self.metrics)
         self.eval_envs = int(eval_envs)
-        self.n_explore = float(num_envs - self.eval_envs)
-        # [N] 1.0 for the exploring envs, 0.0 for the deterministic ones
-        self.explore = (torch.arange(num_envs, device=device) < num_envs - self.eval_envs).to(torch.float64)
+        # the exploring envs are the first n_explore: each group is a slice (a view, no extra kernel)
+        self.n_explore = num_envs - self.eval_envs
 
     def zero_(self) -> None:
         for t in (self.episodes, self.ret, self.length, self.reward, self.nan, self.metrics,
@@ -58,24 +57,23 @@ class EpisodeSums:
 
     def add(self, reward: torch.Tensor, done: torch.Tensor, info: dict[str, Any]) -> None:
         dev = self.episodes.device
-        w = self.explore
+        n = self.n_explore
         d = done.to(dev, torch.float64)
         ret = info["episode_return"].to(dev, torch.float64) * d
         length = info["episode_length"].to(dev, torch.float64) * d
         per_env = info["metrics"].to(dev, torch.float64) if self.metric_names else None  # [N, M]
-        self.episodes += (d * w).sum()
-        self.ret += (ret * w).sum()
-        self.length += (length * w).sum()
-        self.reward += (reward.to(dev, torch.float64) * w).sum() / self.n_explore
+        self.episodes += d[:n].sum()
+        self.ret += ret[:n].sum()
+        self.length += length[:n].sum()
+        self.reward += reward.to(dev, torch.float64)[:n].mean()
         if per_env is not None:
-            self.metrics += (per_env * w.unsqueeze(1)).sum(dim=0) / self.n_explore
+            self.metrics += per_env[:n].mean(dim=0)
         if self.eval_envs > 0:
-            e = 1.0 - w
-            self.eval_episodes += (d * e).sum()
-            self.eval_ret += (ret * e).sum()
-            self.eval_length += (length * e).sum()
+            self.eval_episodes += d[n:].sum()
+            self.eval_ret += ret[n:].sum()
+            self.eval_length += length[n:].sum()
             if per_env is not None:
-                self.eval_metrics += (per_env * e.unsqueeze(1)).sum(dim=0) / float(self.eval_envs)
+                self.eval_metrics += per_env[n:].mean(dim=0)
         if "nan_resets" in info:
             self.nan += info["nan_resets"].to(dev, torch.float64)
 
@@ -150,7 +148,8 @@ class CollectorTick:
                              f"(the collector has {num_envs} envs)")
         self.sums = EpisodeSums(device, num_envs, getattr(spec, "metric_names", ()), eval_envs)
         # [N, 1] True where an env acts deterministically; None when all explore
-        self._deterministic = (self.sums.explore == 0).unsqueeze(1) if eval_envs > 0 else None
+        self._deterministic = ((torch.arange(num_envs, device=device) >= self.sums.n_explore).unsqueeze(1)
+                               if eval_envs > 0 else None)
         self.cuda_graph = cuda_graph
         self.timer = timer
         self.graph: torch.cuda.CUDAGraph | None = None
