@@ -5,7 +5,8 @@
 Builds the collector's tick as `duorl bench collector` does (captured; sim.tick_compile resolved as in a
 run), replays it, then records `--ticks` replays under torch.profiler (CUPTI traces the kernels of a
 graph replay) and prints the kernels grouped by name: count per tick, total GPU microseconds per tick,
-and the share of the tick. MuJoCo Warp's kernels carry their warp names; inductor's carry `triton_`.
+and the share of the tick. MuJoCo Warp's kernels carry their warp names; inductor's carry `triton_`;
+a summary line per group (mujoco_warp, inductor, other) comes first.
 """
 
 from __future__ import annotations
@@ -55,6 +56,14 @@ def main() -> int:
     print(f"task={a.task} envs={a.num_envs} compiled={compiled} ticks={a.ticks}")
     print(f"kernels per tick: {sum(v[0] for v in by_name.values()) / a.ticks:.0f}; "
           f"GPU busy per tick: {total / a.ticks / 1e3:.3f} ms")
+    groups: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0])
+    for name, (count, us) in rows:
+        kind = ("mujoco_warp" if name.endswith("_cuda_kernel_forward")
+                else "inductor" if name.startswith("triton_") else "other")
+        groups[kind][0] += count
+        groups[kind][1] += us
+    for kind, (count, us) in sorted(groups.items()):
+        print(f"{kind:12s} {count / a.ticks:7.1f} kernels per tick {us / a.ticks / 1e3:7.3f} ms per tick")
     table = []
     for name, (count, us) in rows[: a.top]:
         table.append({"kernel": name[:120], "per_tick": count / a.ticks, "us_per_tick": us / a.ticks,
@@ -63,7 +72,9 @@ def main() -> int:
     if a.out:
         with open(a.out, "w", encoding="utf-8") as f:
             json.dump({"task": a.task, "num_envs": a.num_envs, "compiled": compiled, "ticks": a.ticks,
-                       "gpu": torch.cuda.get_device_name(0), "kernels": table}, f, indent=1)
+                       "gpu": torch.cuda.get_device_name(0), "kernels": table,
+                       "groups": {k: {"per_tick": c / a.ticks, "us_per_tick": u / a.ticks}
+                                  for k, (c, u) in groups.items()}}, f, indent=1)
     return 0
 
 

@@ -48,6 +48,7 @@ def test_matches_mujoco_backend(pairs, task):
         torch.testing.assert_close(ow["critic"], oc["critic"], atol=1e-3, rtol=0)
         torch.testing.assert_close(rw, rc, atol=1e-4, rtol=0)
         assert torch.equal(tw, tc) and torch.equal(uw, uc)
+        assert not w.backend.diverged.any()  # the task's capacities hold every constraint row
         truncations += int(uw.sum())
     assert truncations >= 1  # crossed the 8-step time limit (or the clip's end): an auto-reset
 
@@ -71,3 +72,27 @@ def test_nan_guard_and_snapshot(pairs):
     assert torch.isfinite(obs["critic"]).all()
     snap = w.nan_snapshot.tensors()
     assert int(snap["env_index"]) == 1 and torch.isnan(snap["qvel_before"][7])
+
+
+def test_capacity_overflow_is_flagged_and_reset(monkeypatch):
+    """A world with more constraint rows than njmax: MuJoCo Warp drops the rest and steps on; the
+    backend flags it as diverged (its overflow bits) and the NaN guard resets and counts it."""
+    pytest.importorskip("mujoco_warp")
+    from duorl.envs.tasks.g1_common import G1TaskBase
+
+    # a robot standing on both feet needs about 113 rows (28 foot contacts of 4 rows and joint limits)
+    monkeypatch.setattr(G1TaskBase, "mjwarp_put_data_kwargs", {"nconmax": 64, "njmax": 48})
+    env = make_vec_env(TaskConfig(name="g1_walk_flat", max_episode_steps=50), SimConfig(name="mjwarp"), N, "cpu",
+                       seed=7)
+    env.reset()
+    flagged = 0
+    for _ in range(12):
+        _, reward, terminated, truncated, info = env.step(torch.zeros(N, 29))
+        d = env.backend.diverged
+        assert torch.equal(d, env.backend._overflow != 0)
+        assert int(info["nan_resets"]) == int(d.sum())
+        assert truncated[d].all() and not terminated[d].any() and (reward[d] == 0).all()
+        flagged += int(d.sum())
+    env.close()
+    assert flagged >= 2
+    assert bool(env.nan_snapshot.taken)

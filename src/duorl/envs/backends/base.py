@@ -23,7 +23,8 @@ class Backend(Protocol):
     # Sensor values computed during the last physics substep (as mj_step leaves them).
     sensordata: torch.Tensor  # [N, nsensordata]
     # True where the last step() hit a simulator instability that the simulator itself papered over
-    # (MuJoCo C resets such a world to qpos0 and stops its rollout); the NaN guard resets these envs.
+    # (MuJoCo C resets such a world to qpos0 and stops its rollout; MuJoCo Warp drops the constraint
+    # rows or contacts beyond its capacities); the NaN guard resets these envs.
     diverged: torch.Tensor  # [N] bool
 
     def step(self, ctrl: torch.Tensor) -> None:

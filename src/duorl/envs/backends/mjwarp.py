@@ -102,7 +102,12 @@ class MjWarpBackend:
         self._cleared = [wp.to_torch(a) for a in (d.act, d.qacc_warmstart, d.qfrc_applied, d.xfrc_applied)]
         self._cleared = [t for t in self._cleared if t.numel() > 0]
         # MuJoCo Warp lets NaN propagate instead of resetting the world: the NaN guard's finiteness
-        # check sees it directly, so nothing is ever flagged here.
+        # check sees that directly. What it papers over is a capacity overflow: a world with more
+        # constraint rows than njmax (or a full contact pool) drops the rest and steps on, so such a
+        # world is flagged here (its per-world overflow bits, cleared before each step) and the NaN
+        # guard resets it. Its own printf per world and substep is off: the guard counts instead.
+        self._m.opt.warn_overflow = False
+        self._overflow = wp.to_torch(d.overflow)
         self.diverged = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
 
     def _stream(self) -> Any:
@@ -119,8 +124,13 @@ class MjWarpBackend:
             self._mjw.step(self._m, self._d)
 
     def step(self, ctrl: torch.Tensor) -> None:
-        wp = self._wp
         self.ctrl.copy_(ctrl)
+        self._overflow.zero_()
+        self._step_substeps()
+        torch.ne(self._overflow, 0, out=self.diverged)
+
+    def _step_substeps(self) -> None:
+        wp = self._wp
         stream = self._stream()
         if stream is None:  # warp's CPU device: kernels run synchronously, in order
             with wp.ScopedDevice(self._wdev):

@@ -1,0 +1,83 @@
+"""What a g1_walk_flat collector tick costs beyond its physics, in one process (GPU):
+
+    python3 benchmarks/tick_parts_ab.py [--num-envs 4096] [--ticks 200] [--warmup 30] [--arms full norand nophys]
+
+Each arm builds the collector's tick as `duorl bench collector` does (captured; sim.tick_compile
+resolved as in a run), runs `--warmup` ticks, times `--ticks` ticks, and then, where the arm has
+physics, times the same backend's 4 substeps alone as one warp graph (benchmarks/physics_options_ab.py):
+  full    the tick as it runs;
+  norand  the same without the per-world friction/mass randomisation (MuJoCo Warp then reads one
+          shared row of those model fields instead of one row per world);
+  nophys  the tick with the physics substeps left out (MjWarpBackend._substeps does nothing): what the
+          policy, noise, observations, rewards, resets and replay write cost on their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import torch
+
+from duorl.bench.collector import _measure, build_collector_tick
+from duorl.bench.report import emit
+from duorl.config.load import load_config
+from duorl.config.validate import tick_compile_enabled
+from duorl.envs.backends.mjwarp import MjWarpBackend
+from duorl.envs.tasks.g1_common import G1TaskBase
+from physics_options_ab import _physics_only
+
+ARMS = ("full", "norand", "nophys")
+
+
+def run_arm(cfg: Any, arm: str, num_envs: int, warmup: int, ticks: int) -> dict[str, Any]:
+    substeps, randomization = MjWarpBackend._substeps, G1TaskBase.model_randomization
+    if arm == "nophys":
+        MjWarpBackend._substeps = lambda self: None
+    if arm == "norand":
+        G1TaskBase.model_randomization = lambda self, n, g: {}
+    try:
+        compiled = tick_compile_enabled(cfg, "cuda:0", True)
+        tick = build_collector_tick(cfg, num_envs, "cuda", cuda_graph=True, compile=compiled)
+        try:
+            out = {"arm": arm, "compiled": compiled, **_measure(tick, warmup, ticks)}
+            if arm != "nophys":
+                torch.cuda.synchronize()
+                physics = _physics_only(tick, ticks, False)
+                out["physics_only_ms_per_tick"] = physics["ms_per_tick"]
+            return out
+        finally:
+            tick.release()
+            del tick
+            torch.cuda.empty_cache()
+    finally:
+        MjWarpBackend._substeps, G1TaskBase.model_randomization = substeps, randomization
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--num-envs", type=int, default=4096)
+    p.add_argument("--ticks", type=int, default=200)
+    p.add_argument("--warmup", type=int, default=30)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    p.add_argument("--out", default=None)
+    a = p.parse_args()
+    if not torch.cuda.is_available():
+        print("error: needs a CUDA device", file=sys.stderr)
+        return 2
+    cfg = load_config("sac", "g1_walk_flat", "mjwarp", ["training.devices=[0]"])
+    runs = []
+    for _ in range(a.repeats):
+        for arm in a.arms:
+            r = run_arm(cfg, arm, a.num_envs, a.warmup, a.ticks)
+            print(json.dumps(r), flush=True)
+            runs.append(r)
+    emit({"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(0), "runs": runs}, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
