@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import mujoco
 import torch
@@ -128,15 +128,21 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("error: needs a CUDA device", file=sys.stderr)
         return 2
+    round_robin(run_arm, a)
+    return 0
+
+
+def round_robin(run: Callable[..., dict[str, Any]], a: argparse.Namespace) -> None:
+    """`run(cfg, arm, num_envs, warmup, ticks)` for every arm, `a.repeats` times round-robin (A B A B),
+    each result printed as it comes; then all of them, with the command and GPU, to `a.out`."""
     cfg = load_config("sac", "g1_walk_flat", "mjwarp", ["training.devices=[0]"])
     runs = []
     for _ in range(a.repeats):
         for arm in a.arms:
-            r = run_arm(cfg, arm, a.num_envs, a.warmup, a.ticks)
+            r = run(cfg, arm, a.num_envs, a.warmup, a.ticks)
             print(json.dumps(r), flush=True)
             runs.append(r)
     emit({"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(0), "runs": runs}, a.out)
-    return 0
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ physics, times the same backend's 4 substeps alone as one warp graph (benchmarks
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
@@ -27,12 +26,10 @@ from typing import Any
 import torch
 
 from duorl.bench.collector import _measure, build_collector_tick
-from duorl.bench.report import emit
-from duorl.config.load import load_config
 from duorl.config.validate import tick_compile_enabled
 from duorl.envs.backends.mjwarp import MjWarpBackend
 from duorl.envs.tasks.g1_common import G1TaskBase
-from physics_options_ab import _physics_only
+from physics_options_ab import _physics_only, round_robin
 
 ARMS = ("full", "norand", "nophys", "shaken")
 
@@ -113,14 +110,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("error: needs a CUDA device", file=sys.stderr)
         return 2
-    cfg = load_config("sac", "g1_walk_flat", "mjwarp", ["training.devices=[0]"])
-    runs = []
-    for _ in range(a.repeats):
-        for arm in a.arms:
-            r = run_arm(cfg, arm, a.num_envs, a.warmup, a.ticks)
-            print(json.dumps(r), flush=True)
-            runs.append(r)
-    emit({"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(0), "runs": runs}, a.out)
+    round_robin(run_arm, a)
     return 0
 
 
