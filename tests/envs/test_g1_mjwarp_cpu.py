@@ -72,6 +72,7 @@ def test_nan_guard_and_snapshot(pairs):
     assert torch.isfinite(obs["critic"]).all()
     snap = w.nan_snapshot.tensors()
     assert int(snap["env_index"]) == 1 and torch.isnan(snap["qvel_before"][7])
+    assert not bool(snap["diverged"])  # non-finite, not flagged by the simulator
 
 
 def test_capacity_overflow_is_flagged_and_reset(monkeypatch):
@@ -95,4 +96,4 @@ def test_capacity_overflow_is_flagged_and_reset(monkeypatch):
         flagged += int(d.sum())
     env.close()
     assert flagged >= 2
-    assert bool(env.nan_snapshot.taken)
+    assert bool(env.nan_snapshot.taken) and bool(env.nan_snapshot.tensors()["diverged"])

@@ -25,7 +25,8 @@ def test_first_offending_state_is_kept_once():
     assert t["qpos_before"][0] == before_q[2, 0] and math.isnan(float(t["qvel_before"][0]))
     assert t["action"].tolist() == [0.5]
     assert set(t) == {"env_index", "qpos_before", "qvel_before", "action", "qpos", "qvel", "obs_actor",
-                      "obs_critic", "reward"}
+                      "obs_critic", "reward", "diverged"}
+    assert bool(t["diverged"])  # MuJoCo C met the NaN in its state and reset the world itself
     assert all(v.device.type == "cpu" for v in t.values())
     # a later bad env is counted, not recorded
     env.backend.qvel[0, 0] = float("nan")

@@ -54,6 +54,9 @@ class _NanSnapshot:
         self.obs_critic = torch.zeros(spec.critic_obs_dim, **f)
         self.reward = torch.zeros((), **f)
         self.action = torch.zeros(spec.action_dim, **f)
+        # True: the simulator itself flagged the env (Backend.diverged: MuJoCo C reset the world, or
+        # MuJoCo Warp overflowed a capacity); False: a non-finite state, observation or reward
+        self.diverged = torch.zeros((), dtype=torch.bool, **f)
         self._arange = torch.arange(n, **f)
 
     def record(self, bad: torch.Tensor, sim: Backend, obs: Obs, reward: torch.Tensor, action: torch.Tensor) -> None:
@@ -65,6 +68,7 @@ class _NanSnapshot:
                          (self.qpos_before, self._pre_qpos), (self.qvel_before, self._pre_qvel)):
             buf.copy_(torch.where(take, src.index_select(0, i.view(1))[0].to(buf.dtype), buf))
         self.reward.copy_(torch.where(take, reward.index_select(0, i.view(1))[0].float(), self.reward))
+        self.diverged.copy_(torch.where(take, sim.diverged.index_select(0, i.view(1))[0], self.diverged))
         self.env_index.copy_(torch.where(take, i, self.env_index))
         self.taken |= take
 
@@ -74,7 +78,8 @@ class _NanSnapshot:
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """CPU copies for saving (torch.save / safetensors): call only where a host sync is fine."""
-        names = ("env_index", "qpos_before", "qvel_before", "action", "qpos", "qvel", "obs_actor", "obs_critic", "reward")
+        names = ("env_index", "qpos_before", "qvel_before", "action", "qpos", "qvel", "obs_actor", "obs_critic", "reward",
+                 "diverged")
         return {k: getattr(self, k).detach().cpu().clone() for k in names}
 
 
