@@ -84,6 +84,26 @@ def test_graph_tick_equals_eager_tick_g1_walk():
     assert torch.isfinite(graphed.ring.t["obs_actor"]).all()
 
 
+def test_capacity_overflow_is_flagged_inside_the_captured_tick(monkeypatch):
+    """njmax 48 (a robot on both feet needs about 113 rows): MuJoCo Warp's overflow bits, cleared and
+    read by torch ops inside the replayed graph, flag the worlds, and the NaN guard resets and counts
+    them as it does in eager ticks (the counts may differ by contact rounding, not by a stale flag)."""
+    from duorl.envs.tasks.g1_common import G1TaskBase
+
+    monkeypatch.setattr(G1TaskBase, "mjwarp_put_data_kwargs", {"nconmax": 64, "njmax": 48})
+    eager, graphed = _pair("sac", "g1_walk_flat", 128, "task.max_episode_steps=50")
+    eager.run(0, 12)
+    graphed.run(0, 12)
+    torch.cuda.synchronize()
+    assert graphed.captured
+    e, g = eager.sums.result()["nan_resets"], graphed.sums.result()["nan_resets"]
+    assert g > 0 and e > 0
+    assert abs(g - e) <= 0.25 * e and g < 128 * 12  # not a flag stuck on or off
+    d = graphed.env.backend.diverged
+    assert torch.equal(d, graphed.env.backend._overflow != 0)
+    assert bool(graphed.env.nan_snapshot.taken)
+
+
 @pytest.mark.parametrize("task", ["g1_walk_flat", "g1_motion_tracking"])
 def test_compiled_graph_tick_equals_compiled_eager_tick_g1(task):
     """sim.tick_compile inside the capture: the captured tick replays the compiled kernels an eager
