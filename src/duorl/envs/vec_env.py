@@ -78,8 +78,8 @@ class _NanSnapshot:
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """CPU copies for saving (torch.save / safetensors): call only where a host sync is fine."""
-        names = ("env_index", "qpos_before", "qvel_before", "action", "qpos", "qvel", "obs_actor", "obs_critic", "reward",
-                 "diverged")
+        names = ("env_index", "qpos_before", "qvel_before", "action", "qpos", "qvel", "obs_actor", "obs_critic",
+                 "reward", "diverged")
         return {k: getattr(self, k).detach().cpu().clone() for k in names}
 
 
