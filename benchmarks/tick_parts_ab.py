@@ -1,6 +1,6 @@
 """What a g1_walk_flat collector tick costs beyond its physics, in one process (GPU):
 
-    python3 benchmarks/tick_parts_ab.py [--num-envs 4096] [--ticks 200] [--warmup 30] [--arms full norand nophys]
+    python3 benchmarks/tick_parts_ab.py [--num-envs 4096] [--ticks 200] [--warmup 30] [--arms full norand nophys shaken]
 
 Each arm builds the collector's tick as `duorl bench collector` does (captured; sim.tick_compile
 resolved as in a run), runs `--warmup` ticks, times `--ticks` ticks, and then, where the arm has
