@@ -1,11 +1,13 @@
 """The g1_walk_flat collector tick under different MuJoCo Warp options, as an A/B in one process (GPU):
 
     python3 benchmarks/physics_options_ab.py [--num-envs 4096] [--ticks 200] [--repeats 2] \\
-        --arms default jacobian=dense njmax=160 iterations=6 physics_only=1 physics_only=1,graph_conditional=1
+        --arms default jacobian=dense njmax=160 iterations=6 physics_only=1 physics_only=1,graph_conditional=1 \\
+        bd.linesearch_iterative=64
 
 Each arm is `default` or comma-joined `option=value` pairs: `jacobian` (sparse|dense|auto), `iterations`,
 `ls_iterations`, `tolerance`, `ls_tolerance` (the MjSpec options), `njmax` / `nconmax` (MuJoCo Warp's
-per-world capacities), `physics_only=1` (time the 4 physics substeps alone, as one warp graph, after
+per-world capacities), `bd.FIELD` (a field of MuJoCo Warp's `Model.block_dim`, the thread-block width
+of one of its tiled kernels: the same arithmetic, launched differently), `physics_only=1` (time the 4 physics substeps alone, as one warp graph, after
 the warm-up ticks) and, with it, `graph_conditional=1` (MuJoCo Warp's early-exit solver loop, which
 duorl turns off because its capture pauses torch's: so it is timed on the physics alone). The other
 arms build the tick as `duorl bench collector` does, captured, with the step tensor code uncompiled (a
@@ -43,12 +45,20 @@ def parse_arm(arm: str) -> dict[str, str]:
     out = {}
     for pair in arm.split(","):
         key, _, value = pair.partition("=")
-        if key not in SPEC_OPTIONS | CAPACITIES | TIMING or not value:
+        if (key not in SPEC_OPTIONS | CAPACITIES | TIMING and not _block_dim_field(key)) or not value:
             raise SystemExit(f"error: arm {arm!r}: unknown option {key!r} (or no value)")
         out[key] = value
     if _on(out.get("graph_conditional")) and not _on(out.get("physics_only")):
         raise SystemExit(f"error: arm {arm!r}: graph_conditional=1 needs physics_only=1 (it cannot join torch's capture)")
     return out
+
+
+def _block_dim_field(key: str) -> str | None:
+    """`bd.FIELD` -> FIELD when FIELD is one of MuJoCo Warp's BlockDim fields, else None."""
+    from mujoco_warp._src.types import BlockDim
+
+    field = key.removeprefix("bd.")
+    return field if key.startswith("bd.") and field in BlockDim.__dataclass_fields__ else None
 
 
 def _on(value: str | None) -> bool:
@@ -102,6 +112,11 @@ def run_arm(cfg: Any, arm: str, num_envs: int, warmup: int, ticks: int) -> dict[
         g1_model._set_options = set_options
         g1_common.MJWARP_CAPACITY.clear()
         g1_common.MJWARP_CAPACITY.update(capacity)
+    # the tick is captured on its first run, so block widths set here are the ones its kernels launch with
+    block_dim = tick.env.backend._m.block_dim
+    for key, value in opts.items():
+        if _block_dim_field(key):
+            setattr(block_dim, _block_dim_field(key), int(value))
     try:
         if _on(opts.get("physics_only")):
             tick.run(0, warmup)  # a realistic state: the policy has stepped the worlds for a while
