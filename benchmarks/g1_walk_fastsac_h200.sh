@@ -15,6 +15,7 @@
 #   then, next call: DUORL_WALK_TAR=1 bash ... --collect $OUT/a; DUORL_WALK_TAR=1 bash ... --collect $OUT/b
 #   (DUORL_WALK_TAR=1 packs each OUT_DIR into OUT_DIR.tgz: a device call returns at most 8 files)
 # Each OUT_DIR's name keys its run directory and log under /tmp, so runs with different names never mix.
+# DUORL_WALK_ALGO=flashsac|warpsac trains that algorithm instead of sac (FastSAC), with its own defaults.
 # 256 of the 4096 envs act deterministically (training.eval_envs=256): the policy's own walking is
 # logged as Eval/* beside the exploring envs' Task/* and Train/* (override with training.eval_envs=0).
 set -uo pipefail
@@ -28,7 +29,7 @@ source "$(dirname "$0")/device_env.sh"
 name=$(basename "$out")
 run=/tmp/duorl-g1-walk-$name
 log=/tmp/duorl-g1-walk-$name.log
-cmd=(python3 -m duorl train --algo sac --task g1_walk_flat --sim mjwarp training.devices=[0]
+cmd=(python3 -m duorl train --algo "${DUORL_WALK_ALGO:-sac}" --task g1_walk_flat --sim mjwarp training.devices=[0]
      training.max_wall_minutes=$minutes training.log_interval=5 training.progress=false training.log_dir=$run training.eval_envs=256 "$@")
 if [ "$mode" != collect ]; then
   rm -rf "$run"
