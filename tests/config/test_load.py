@@ -43,13 +43,17 @@ def test_shipped_pendulum_defaults() -> None:
 
 def test_shipped_g1_walk_defaults() -> None:
     """g1_walk_flat ships the settings that walked on the H200 (benchmarks/..._15min_low_entropy/): the
-    published FastSAC G1 action range and, for sac only, a target entropy of -2.0 per action dimension;
+    published FastSAC G1 action range, a target entropy of -2.0 per action dimension for sac and a target
+    std of 0.03 for flashsac and warpsac, which also run 50000 iterations;
     the tracking task keeps the pd range, and a command-line override still wins."""
     sac = load_config(ALGO, "g1_walk_flat", "mujoco", [])
     assert sac.task.action_range == "joint_limits" and sac.algo.target_entropy_scale == -2.0
     assert sac.algo.use_symmetry is True and sac.task.penalty_curriculum is None  # the task's own (ppo)
-    flash = load_config("flashsac", "g1_walk_flat", "mujoco", [])
-    assert flash.task.action_range == "joint_limits" and flash.algo.target_entropy_scale == 0.0
+    for name in ("flashsac", "warpsac"):  # less noise too (benchmarks/2026-11-30_g1_walk_flashsac_h200/)
+        flash = load_config(name, "g1_walk_flat", "mujoco", [])
+        assert flash.task.action_range == "joint_limits" and flash.algo.target_entropy_std == 0.03
+        assert flash.algo.max_iterations == 50000
+    assert load_config("flashsac", "g1_motion_tracking", "mujoco", []).algo.target_entropy_std == 0.15
     assert load_config(ALGO, "g1_motion_tracking", "mujoco", []).task.action_range == "pd"
     pd = load_config(ALGO, "g1_walk_flat", "mujoco", ["task.action_range=pd", "algo.target_entropy_scale=0"])
     assert pd.task.action_range == "pd" and pd.algo.target_entropy_scale == 0.0
