@@ -6,13 +6,14 @@
 
 Each arm is `default` or comma-joined `option=value` pairs: `jacobian` (sparse|dense|auto), `iterations`,
 `ls_iterations`, `tolerance`, `ls_tolerance` (the MjSpec options), `njmax` / `nconmax` (MuJoCo Warp's
-per-world capacities), `bd.FIELD` (a field of MuJoCo Warp's `Model.block_dim`, the thread-block width
-of one of its tiled kernels: the same arithmetic, launched differently), `physics_only=1` (time the 4 physics substeps alone, as one warp graph, after
-the warm-up ticks) and, with it, `graph_conditional=1` (MuJoCo Warp's early-exit solver loop, which
-duorl turns off because its capture pauses torch's: so it is timed on the physics alone). The other
-arms build the tick as `duorl bench collector` does, captured, with the step tensor code uncompiled (a
-cold compile takes minutes; the physics is what differs). Arms are repeated round-robin (A B C A B C) to spread drift. Changing `iterations`,
-`tolerance` or the capacities changes the physics: those arms measure cost, not a proposal.
+per-world capacities), `bd.FIELD` (a field of MuJoCo Warp's `Model.block_dim`, the thread-block width of one
+of its tiled kernels: the same arithmetic, launched differently), `physics_only=1` (time the 4 physics
+substeps alone, as one warp graph, after the warm-up ticks) and, with it, `graph_conditional=1` (MuJoCo Warp's
+early-exit solver loop, which duorl turns off because its capture pauses torch's: so it is timed on the
+physics alone). The other arms build the tick as `duorl bench collector` does, captured, with the step tensor
+code uncompiled (a cold compile takes minutes; the physics is what differs). Arms are repeated round-robin (A
+B C A B C) to spread drift. Changing `iterations`, `tolerance` or the capacities changes the physics: those
+arms measure cost, not a proposal.
 """
 
 from __future__ import annotations
