@@ -53,7 +53,10 @@ def test_shipped_g1_walk_defaults() -> None:
         flash = load_config(name, "g1_walk_flat", "mujoco", [])
         assert flash.task.action_range == "joint_limits" and flash.algo.target_entropy_std == 0.03
         assert flash.algo.max_iterations == 50000
-    assert load_config("flashsac", "g1_motion_tracking", "mujoco", []).algo.target_entropy_std == 0.15
+    track = load_config("flashsac", "g1_motion_tracking", "mujoco", []).algo
+    assert track.target_entropy_std == 0.15
+    for name in ("sac", "flashsac", "warpsac"):  # a G1 run must not end after seconds of a GPU
+        assert load_config(name, "g1_motion_tracking", "mujoco", []).algo.max_iterations == 400000
     assert load_config(ALGO, "g1_motion_tracking", "mujoco", []).task.action_range == "pd"
     pd = load_config(ALGO, "g1_walk_flat", "mujoco", ["task.action_range=pd", "algo.target_entropy_scale=0"])
     assert pd.task.action_range == "pd" and pd.algo.target_entropy_scale == 0.0
