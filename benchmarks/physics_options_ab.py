@@ -116,8 +116,8 @@ def run_arm(cfg: Any, arm: str, num_envs: int, warmup: int, ticks: int) -> dict[
     # the tick is captured on its first run, so block widths set here are the ones its kernels launch with
     block_dim = tick.env.backend._m.block_dim
     for key, value in opts.items():
-        if _block_dim_field(key):
-            setattr(block_dim, _block_dim_field(key), int(value))
+        if field := _block_dim_field(key):
+            setattr(block_dim, field, int(value))
     try:
         if _on(opts.get("physics_only")):
             tick.run(0, warmup)  # a realistic state: the policy has stepped the worlds for a while
