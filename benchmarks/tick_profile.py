@@ -21,7 +21,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from duorl.bench.collector import build_collector_tick
 from duorl.config.load import load_config
-from duorl.config.validate import tick_compile_enabled
+from duorl.config.switches import tick_compile_enabled
 
 
 def main() -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from duorl.algos.base import NullSynchronizer
 from duorl.algos.flashsac.learner import FlashSACLearner
 from duorl.algos.sac.learner import SACLearner
 from duorl.config.schema import AlgoConfig
@@ -28,6 +29,20 @@ SAC_CFG = AlgoConfig(batch_size=32, actor_hidden_dims=[32], critic_hidden_dims=[
 FLASH_CFG = AlgoConfig(name="flashsac", batch_size=32, num_atoms=21, v_min=-5.0, v_max=5.0, policy_frequency=2,
                        actor_hidden_dim=16, actor_num_blocks=1, critic_hidden_dim=16, critic_num_blocks=1,
                        block_expansion=2, max_iterations=20)
+
+
+class _CountingSync(NullSynchronizer):
+    """A synchronizer that leaves gradients alone and counts the groups it saw."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def synchronize(self, group, loss):
+        self.seen.append(group)
+        return None
+
+    def fingerprint(self):
+        return ("counting",)
 
 
 def _learner(kind: str, seed: int = 0):
@@ -129,9 +144,10 @@ def test_fingerprint_sees_hooks_callbacks_and_loads(kind: str) -> None:
     assert graph_fingerprint(learner) != base  # a global module hook
     handle.remove()
 
-    learner.grad_callbacks.append(lambda params: None)
-    assert graph_fingerprint(learner) != base  # a gradient callback (e.g. a DP all-reduce)
-    learner.grad_callbacks.clear()
+    null = learner.grad_sync
+    learner.set_synchronizer(_CountingSync())
+    assert graph_fingerprint(learner) != base  # another gradient synchronizer (e.g. a DP all-reduce)
+    learner.set_synchronizer(null)
     assert graph_fingerprint(learner) == base
 
     learner.load_state_dict(learner.state_dict())

@@ -186,16 +186,27 @@ def test_hook_callback_and_checkpoint_changes_force_recapture(algo: str, compile
     for h in hooks:
         h.remove()
     step(3)
-    # a gradient callback on a side stream, forked from and joined to the capture stream
-    side = torch.cuda.Stream()
+    # a gradient synchronizer working on a side stream, forked from and joined to the capture stream
+    from duorl.algos.base import NullSynchronizer
 
-    def scale_on_side_stream(params: list[torch.nn.Parameter]) -> None:
-        with forked_stream(side):
-            for p in params:
-                p.grad.mul_(0.75)
+    class ScaleOnSideStream(NullSynchronizer):
+        def __init__(self) -> None:
+            self.side = torch.cuda.Stream()
+
+        def attach(self, groups, buffers=()):
+            self.groups = {k: list(v) for k, v in groups.items()}
+
+        def synchronize(self, group, loss):
+            with forked_stream(self.side):
+                for p in self.groups[group]:
+                    p.grad.mul_(0.75)
+            return None
+
+        def fingerprint(self):
+            return ("scale", 0.75)
 
     for learner in (eager, graphed):
-        learner.grad_callbacks.append(scale_on_side_stream)
+        learner.set_synchronizer(ScaleOnSideStream())
     step(4)
     step(4)
     # a checkpoint load (through the CPU, as a resume does)

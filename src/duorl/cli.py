@@ -156,20 +156,46 @@ def _error(msg: str) -> int:
     return 2
 
 
-def _cmd_train(args: argparse.Namespace, overrides: list[str]) -> int:
-    from duorl.config.errors import ConfigError
+def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) -> int:
+    from duorl.config.errors import InputRefused
     from duorl.config.load import load_config
+    from duorl.dist.launch import rank_env
 
+    renv = rank_env()
     try:
+        if renv is not None:
+            # a data-parallel rank: narrow the visible devices to its own entry before CUDA initialises
+            from duorl.dist.launch import narrow_visible_devices, nvml_gpu_count, rank_device_entry
+
+            shape = load_config(args.algo, args.task, args.sim, overrides, probe_devices=False)
+            narrow_visible_devices(rank_device_entry(shape.training.devices, shape.sim.name, renv, nvml_gpu_count()))
         cfg = load_config(args.algo, args.task, args.sim, overrides)
+        from duorl.config.switches import data_parallel_enabled
+
+        if renv is None and data_parallel_enabled(cfg, launched_rank=False):
+            return _launch_data_parallel(cfg, argv)
         from duorl.train import train  # the runtime, imported only once the config is known good
 
         return int(train(cfg) or 0)
-    except ConfigError as e:  # also raised by the runtime's late checks (e.g. resolve_device)
+    except InputRefused as e:  # ConfigError, also raised by the runtime's late checks (e.g. resolve_device)
         return _error(str(e))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
+    """One rank per entry of training.devices, each running this very command (dist.launch); the run
+    directory is named here so that the launcher can read the run's outcome."""
+    from duorl.dist.launch import launch
+    from duorl.telemetry.run_directory import default_run_dir
+
+    argv = list(argv)
+    run_dir = cfg.training.log_dir
+    if run_dir is None:
+        run_dir = str(default_run_dir(cfg))
+        argv.append(f"training.log_dir={run_dir}")
+    return launch(argv, len(cfg.training.devices or [None]), run_dir)
 
 
 def _fmt(v: float) -> str:
@@ -226,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # argparse exits for --help, --version and usage errors
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     if args.command == "train":
-        return _cmd_train(args, list(args.overrides) + extras)
+        return _cmd_train(args, list(args.overrides) + extras, argv)
     if args.command == "metrics":
         return _cmd_metrics(args)
     if args.command == "mps":

@@ -1,6 +1,6 @@
 """torch.compile as this package uses it: fixed shapes, compiled on the first (eager) call.
 
-Both CUDA-graph owners use it: the learners compile their networks (algos/compiling.py says when),
+Both CUDA-graph owners use it: the learners compile their networks (config/switches.py says when),
 and the envs compile the tensor code of a step (envs/vec_env.py), so that a captured graph replays a
 few fused kernels instead of hundreds of small ones. Compilation always happens on an eager call
 before any capture; a capture only replays what was compiled then.

@@ -14,10 +14,10 @@ the Python control flow an iteration takes, e.g. which updates include the actor
    eager iteration would.
 
 Static inputs (the replay window, normaliser statistics, learning-rate tensors) are refilled in place
-between replays by their owners. A change of hooks (module, tensor or optimizer hooks), gradient
-callbacks, scalar optimizer hyper-parameters, tensor addresses (e.g. an optimizer's load_state_dict)
-or the learner's `state_generation` (bumped by a checkpoint load) releases every graph: the next
-iteration recaptures. Capture failures raise `GraphCaptureError` naming the likely cause and the fix.
+between replays by their owners. A change of hooks (module, tensor or optimizer hooks), of the
+gradient synchronizer or what it launches, scalar optimizer hyper-parameters, tensor addresses (e.g.
+an optimizer's load_state_dict) or the learner's `state_generation` (bumped by a checkpoint load)
+releases every graph: the next iteration recaptures. Capture failures raise `GraphCaptureError` naming the likely cause and the fix.
 
 Any side stream used inside an iteration must fork from and join the capture stream: use
 `forked_stream(stream)`.
@@ -55,8 +55,9 @@ class GraphCapturable(Protocol):
 
     # bumped by load_state_dict (a checkpoint): captured graphs are stale
     state_generation: int
-    # called with the parameter list after backward, before the optimizer step (e.g. a DP all-reduce)
-    grad_callbacks: list[Callable[[list[nn.Parameter]], None]]
+    # sees every optimizer group between backward and step (algos.base.GradientSynchronizer; under data
+    # parallel its all-reduces are captured with the cycle)
+    grad_sync: Any
 
     def train_iteration(self, sample: Callable[[int], Any], num_updates: int) -> dict[str, torch.Tensor]: ...
 
@@ -253,7 +254,7 @@ class WholeCycleGraph:
         The returned tensors are the graph's static outputs: the next replay overwrites them.
         """
         if self._graphs and graph_fingerprint(self.learner) != self._fingerprint:
-            self.invalidate("hooks, gradient callbacks, optimizer settings or tensor addresses changed")
+            self.invalidate("hooks, the gradient synchronizer, optimizer settings or tensor addresses changed")
         key = (self.learner.cycle_key(num_updates), num_updates, _callable_id(sample))
         entry = self._graphs.get(key)
         if entry is None:
@@ -365,7 +366,7 @@ def graph_fingerprint(learner: GraphCapturable) -> tuple:
     mm = torch.nn.modules.module
     items: list[Any] = [
         getattr(learner, "state_generation", 0),
-        tuple(id(cb) for cb in getattr(learner, "grad_callbacks", ())),
+        (id(getattr(learner, "grad_sync", None)), _sync_fingerprint(learner)),
     ]
     for name in ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                  "_global_backward_pre_hooks"):
@@ -387,6 +388,11 @@ def graph_fingerprint(learner: GraphCapturable) -> tuple:
             for p in g["params"]:
                 items.append(tuple((k, _scalar(v)) for k, v in opt.state.get(p, {}).items()))
     return tuple(items)
+
+
+def _sync_fingerprint(learner: GraphCapturable) -> Any:
+    sync = getattr(learner, "grad_sync", None)
+    return sync.fingerprint() if sync is not None else None
 
 
 def _reset_generators(generators: Sequence[torch.Generator]) -> None:

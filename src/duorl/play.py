@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from duorl.seeding import derive_seed
+
 
 @dataclass(frozen=True)
 class PlayResult:
@@ -55,7 +57,6 @@ def evaluate(
 ) -> PlayResult:
     from duorl.algos.registry import make_actor
     from duorl.envs.registry import env_spec, make_vec_env
-    from duorl.train import derive_seed
 
     if episodes < 1:
         raise PlayError(f"--episodes must be >= 1, got {episodes}")

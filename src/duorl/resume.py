@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from duorl.config.errors import ConfigError
+from duorl.config.keys import flatten
 from duorl.runtime.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
 from duorl.runtime.duo import ResumeState
 
@@ -21,7 +22,11 @@ MAY_DIFFER = (
     "training.checkpoint_replay",
     "training.export_onnx",
     "training.no_play",
-    "training.devices",
+    "training.devices",  # which devices; the world size itself must match (load_resume checks it)
+    "training.data_parallel",
+    "training.dp_gradient_wire_dtype",
+    "training.dp_timeout_s",
+    "training.dp_startup_timeout_s",
     "algo.max_iterations",
     "algo.save_interval",
     "sim.nthread",
@@ -33,19 +38,9 @@ MAY_DIFFER = (
 )
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def config_mismatches(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """Keys (dotted) whose values differ and may not, as 'key: checkpoint=A, now=B'."""
-    a, b = _flatten(saved), _flatten(current)
+    a, b = flatten(saved), flatten(current)
     out = []
     for key in sorted(set(a) | set(b)):
         if key.startswith(MAY_DIFFER):
@@ -64,11 +59,12 @@ def missing_task_state(collector: dict[str, Any] | None, expected: tuple[str, ..
     return [k for k in expected if k not in task_state]
 
 
-def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tuple[str, ...] = ()
-                ) -> tuple[Path, dict[str, Any], ResumeState]:
-    """Returns (checkpoint path, the learner's state, the runtime's resume state); raises ConfigError
-    naming the mismatching keys when the config cannot continue this checkpoint, or the task-state
-    entries (`task_state_keys`, what this version's task restores) the checkpoint lacks."""
+def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tuple[str, ...] = (),
+                world_size: int = 1) -> tuple[Path, dict[str, Any], list[ResumeState]]:
+    """Returns (checkpoint path, the learner's state, the runtime's resume state of every rank); raises
+    ConfigError naming the mismatching keys when the config cannot continue this checkpoint, a world
+    size other than the checkpoint's, or the task-state entries (`task_state_keys`, what this
+    version's task restores) the checkpoint lacks."""
     try:
         path = latest_checkpoint(Path(resume))
         data = load_checkpoint(path)
@@ -92,7 +88,16 @@ def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tu
             "drop those overrides (or set them to the checkpoint's values); only " + ", ".join(MAY_DIFFER) + " may change",
         )
     runtime = data["runtime"]
-    missing = missing_task_state(runtime.get("collector"), task_state_keys)
+    ranks = runtime.get("ranks") or [runtime]  # a data-parallel checkpoint holds every rank's state
+    saved_world = int(runtime.get("world_size", len(ranks)))
+    if saved_world != world_size:
+        raise ConfigError(
+            "training.resume", resume,
+            f"{path} was written by a run of world size {saved_world}, and this run has world size {world_size}",
+            f"a run of world size {saved_world}",
+            f"resume with {saved_world} device(s) in training.devices (one rank each), or start a new run",
+        )
+    missing = sorted({k for r in ranks for k in missing_task_state(r.get("collector"), task_state_keys)})
     if missing:
         task = current_config.get("task", {}).get("name")
         raise ConfigError(
@@ -101,11 +106,14 @@ def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tu
             "this version's task restores", "a checkpoint written by this duorl version",
             "start a new run, or resume it with the duorl version that wrote it",
         )
-    state = ResumeState(
-        iteration=int(data["header"]["iteration"]),
-        replay_generator=runtime["replay_generator"],
-        collector=runtime.get("collector"),
-        replay=runtime.get("replay"),
-        replay_origin=int(runtime.get("replay_origin", 0)),
-    )
-    return path, data["learner"], state
+    states = [
+        ResumeState(
+            iteration=int(data["header"]["iteration"]),
+            replay_generator=r["replay_generator"],
+            collector=r.get("collector"),
+            replay=r.get("replay"),
+            replay_origin=int(r.get("replay_origin", 0)),
+        )
+        for r in ranks
+    ]
+    return path, data["learner"], states

@@ -1,12 +1,14 @@
-"""`duorl train`: wire a validated Config into one duo and a run directory.
+"""`duorl train`: wire a validated Config into one duo (one rank of a data-parallel run) and a run directory.
 
 This is the application layer: it alone knows the concrete algorithm and task registries, and hands
-the runtime plain factories (DESIGN.md §1).
+the runtime plain factories (DESIGN.md §1). Without data parallel one process runs the whole job. As
+a rank (started by `duorl.dist.launch` or torchrun), the process first agrees with its peers on the
+configuration, the MPS verdicts, the checkpoint and the memory it needs, all before any collector
+starts; rank 0 alone holds the run directory.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import functools
 import os
 import sys
@@ -14,31 +16,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
-from duorl.config.load import config_hash, config_to_dict
+from duorl.config.devices import resolve_device
+from duorl.config.errors import ConfigError, InputRefused
+from duorl.config.load import config_to_dict
 from duorl.config.schema import Config
-from duorl.config.validate import (env_device_type, resolve_device, solver_early_exit_enabled, tick_compile_enabled,
-                                   tick_graph_enabled)
-from duorl.mps.probe import MpsEvidence
-from duorl.mps.probe import MpsUnavailable as MpsUnavailableError
-
-SEED_STREAMS = {"learner": 0, "env": 1, "explore": 2, "replay": 3, "play": 4}
-
-
-def derive_seed(seed: int, stream: str, rank: int = 0) -> int:
-    """Independent, reproducible seeds per random stream (and, later, per rank)."""
-    return int(np.random.SeedSequence(seed, spawn_key=(SEED_STREAMS[stream], rank)).generate_state(1)[0])
-
-
-def graph_enabled(cfg: Config, device: torch.device) -> bool:
-    """algo.algo_params.whole_cycle_cuda_graph resolved: null = on for a CUDA learner unless the replay
-    window is checked per batch (host reads); true was validated to have CUDA."""
-    configured = cfg.algo.algo_params.whole_cycle_cuda_graph
-    if configured is None:
-        return device.type == "cuda" and not cfg.debug.check_replay_window
-    return bool(configured) and device.type == "cuda"
+from duorl.config.switches import Switches, resolve_switches
+from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
+from duorl.seeding import derive_seed
 
 
 def replay_age_bias(algo: Any) -> Any:
@@ -50,155 +36,140 @@ def replay_age_bias(algo: Any) -> Any:
     return AgeBias(algo.decay_step, algo.replay_min_weight, algo.replay_num_buckets)
 
 
-def default_run_dir(cfg: Config) -> Path:
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{cfg.task.name}-{cfg.algo.name}-{stamp}"
-
-
-class RunDirectory:
-    """The Reporter of one run: metrics, progress, checkpoints and the summary (DESIGN.md §8)."""
-
-    def __init__(self, cfg: Config, run_dir: Path, learner: Any, device: torch.device) -> None:
-        from duorl.telemetry.progress import ProgressLine
-        from duorl.telemetry.writers import MetricsWriter
-
-        self.cfg = cfg
-        self.path = run_dir
-        self.learner = learner
-        self.device = device
-        self.metrics = MetricsWriter(run_dir)
-        self.progress = ProgressLine(cfg.algo.max_iterations, enabled=cfg.training.progress)
-        self.manifest: dict[str, Any] = {}
-        self.last: dict[str, float] = {}
-        self.checkpoints: list[str] = []
-
-    def started(self, manifest: dict[str, Any]) -> None:
-        self.manifest.update(manifest)
-        self._write_summary("running", 0, 0, 0.0)
-
-    def log(self, iteration: int, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None:
-        self.metrics.write(iteration, env_steps, wall_s, metrics)
-        self.last = metrics
-        ret = metrics.get("Train/mean_episode_return")
-        parts = [f"{metrics.get('Perf/env_steps_per_s', 0):,.0f} steps/s", f"{metrics['Perf/iteration_ms']:.1f} ms/it"]
-        if ret is not None:
-            parts.append(f"return {ret:.1f}")
-        self.progress.update(iteration, "  ".join(parts))
-
-    def checkpoint(self, iteration: int, env_steps: int, final: bool, runtime_state: dict[str, Any]) -> None:
-        from duorl.runtime.checkpoint import save_checkpoint
-
-        header = {
-            "config_hash": config_hash(self.cfg),
-            "algo": self.cfg.algo.name,
-            "task": self.cfg.task.name,
-            "env_steps": env_steps,
-            "collector_state": runtime_state.get("collector") is not None,
-            "replay": runtime_state.get("replay") is not None,
-        }
-        payload = {
-            "learner": self.learner.state_dict(),
-            # the policy alone, whatever the algorithm: what play and export need
-            "policy": self.learner.actor.state_dict(),
-            "runtime": runtime_state,
-            "config": config_to_dict(self.cfg),
-        }
-        path = save_checkpoint(self.path / "checkpoints", iteration, payload, header, final=final)
-        self.checkpoints.append(path.name)
-        if runtime_state.get("replay") is not None:
-            self.manifest["checkpoint_replay_bytes"] = runtime_state["replay_bytes"]
-
-    def _write_summary(self, status: str, iterations: int, env_steps: int, wall_s: float, **extra: Any) -> None:
-        from duorl.telemetry.summary import write_json_atomic
-
-        summary = {
-            "status": status,
-            "algo": self.cfg.algo.name,
-            "task": self.cfg.task.name,
-            "sim": self.cfg.sim.name,
-            "iterations": iterations,
-            "max_iterations": self.cfg.algo.max_iterations,
-            "env_steps": env_steps,
-            "wall_s": round(wall_s, 3),
-            "final_metrics": self.last,
-            "checkpoints": self.checkpoints,
-            "runtime_manifest": self.manifest,
-            **extra,
-        }
-        write_json_atomic(self.path / "run_summary.json", summary)
-
-    def finish(self, status: str, iterations: int, env_steps: int, wall_s: float, **extra: Any) -> None:
-        from duorl.telemetry.plots import plot_learning_curves
-
-        self.progress.close()
-        self.metrics.close()
-        png = plot_learning_curves(self.path)
-        if png is not None:
-            extra["plots"] = [str(png.relative_to(self.path))]
-        self._write_summary(status, iterations, env_steps, wall_s, **extra)
-
-
 def train(cfg: Config) -> int:
-    """Run one training job; returns the process exit code (0 completed or interrupted, 1 failed)."""
+    """Run one training job, or this process's rank of it; returns the exit code (0 completed or
+    interrupted, 1 failed, 2 refused)."""
+    from duorl.dist.launch import rank_env
+
+    renv = rank_env()
+    tr = cfg.training
+    mps = MpsSession(tr.cuda_process_sharing, rank=renv.rank if renv else 0, world_size=renv.world_size if renv else 1)
+    mps.prepare_environment()  # before CUDA initialises: the collector inherits the pipe directory
+    device = torch.device(resolve_device(cfg))
+    if renv is None:
+        return _train(cfg, device, mps, None)
+
+    from duorl.dist.group import DistContext, RankRefusal
+    from duorl.dist.launch import record_rank_failure
+    from duorl.runtime.coordination import RankLost
+
+    ctx = DistContext.initialize(renv, device, tr.dp_timeout_s, tr.dp_startup_timeout_s)
+    try:
+        code = _train(cfg, device, mps, ctx)
+    except InputRefused as e:
+        # every rank refuses together (RankRefusal) or this rank found its input wrong
+        msg = str(e)
+        if renv.rank == 0 or not isinstance(e, RankRefusal):
+            print(f"error: {msg}", file=sys.stderr, flush=True)
+        record_rank_failure(msg, "input")
+        _exit_now(2)
+    except RankLost as e:
+        print(f"duorl: {e}", file=sys.stderr, flush=True)
+        record_rank_failure(str(e), "peer rank", secondary=True)
+        _exit_now(1)
+    except BaseException as e:
+        msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
+        record_rank_failure(msg, "learner")
+        raise
+    if code == 0:
+        ctx.destroy()  # every graph holding NCCL work went with the duo
+        return 0
+    # a failed rank leaves without collectives: its peers are elsewhere, and the launcher ends them
+    _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """Leave a rank at once, skipping teardown that could wait on a lost peer (NCCL, gloo)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.algos.registry import make_actor, make_learner
     from duorl.envs.registry import make_task, make_vec_env
-    from duorl.runtime.duo import Duo, DuoSettings
+    from duorl.runtime.coordination import Solo
+    from duorl.runtime.duo import Duo, DuoSettings, StartRefused
+    from duorl.runtime.memory import replay_memory_problem
+    from duorl.runtime.replay import ReplayLayout
+    from duorl.telemetry.run_directory import RunDirectory, default_run_dir
     from duorl.telemetry.summary import device_record, host_record, package_versions, write_json_atomic
 
     t0 = time.perf_counter()
-    device = torch.device(resolve_device(cfg))
     tr, algo = cfg.training, cfg.algo
-    mps = _probe_mps(cfg, device)  # fails closed before anything is built
-    if isinstance(mps, int):
-        return mps
+    rank, world = (ctx.rank, ctx.world_size) if ctx is not None else (0, 1)
+    lead = rank == 0
+    switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None)
+
+    def agree(problem: str | None, what: str) -> None:
+        """Without peers a problem refuses the run here; with them every rank refuses together."""
+        if ctx is not None:
+            ctx.agree(problem, what)
+        elif problem is not None:
+            raise InputRefused(problem)
+
+    if ctx is not None:
+        from duorl.dist.agreement import config_mismatch
+
+        configs = ctx.all_gather(config_to_dict(cfg), "comparing the ranks' configurations", group="startup")
+        agree(config_mismatch(configs), "comparing configurations")
+    verdict = mps.probe(str(device), str(device))  # fails closed before anything is built
+    if ctx is None and not verdict.ok:
+        print(f"error: {verdict.message}", file=sys.stderr)
+        return 2
+    agree(None if verdict.ok else verdict.message, "probing CUDA MPS")
     if tr.torch_threads > 0:
         torch.set_num_threads(tr.torch_threads)
     task = make_task(cfg.task)  # unbound: shapes and state names, no simulation
     spec = task.spec
-    run_dir = Path(tr.log_dir) if tr.log_dir else default_run_dir(cfg)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
-    print(f"duorl: run directory {run_dir}", flush=True)
 
-    resume_state, resumed_from, learner_state = None, None, None
+    resume_states, resumed_from, learner_state = None, None, None
     if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
-        from duorl.resume import load_resume
+        resume_states, learner_state, resumed_from = _load_resume(cfg, task, world, lead, ctx)
+    resume_state = resume_states[rank] if resume_states is not None else None
 
-        ckpt_path, learner_state, resume_state = load_resume(tr.resume, config_to_dict(cfg), _task_state_keys(task))
+    layout = ReplayLayout(tr.num_envs, algo.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
+    fix = "lower algo.buffer_size (ticks kept per env) or training.num_envs"
+    agree(replay_memory_problem(device, layout.nbytes(), fix), "checking memory for the replay ring")
+
+    run_dir: Path | None = None
+    if lead:
+        run_dir = Path(tr.log_dir) if tr.log_dir else default_run_dir(cfg)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
+        print(f"duorl: run directory {run_dir}", flush=True)
+    if ctx is not None:
+        run_dir = Path(ctx.broadcast(str(run_dir) if lead else None, "sharing the run directory"))
+    assert run_dir is not None
+
     if device.type == "cuda":
         # the learner's CUDA graph captures on the current device's stream and registers its default
         # generator: on any GPU but the first, both must be the run's (the collector sets its own)
         torch.cuda.set_device(device)
     torch.manual_seed(derive_seed(tr.seed, "learner"))
+    # the same networks and update noise on every rank: the learner streams are rank 0's everywhere
     learner = make_learner(algo, spec, device, derive_seed(tr.seed, "learner"))
-    if tr.resume:
+    if learner_state is not None:
         learner.load_state_dict(learner_state)
-        resumed_from = {
-            "checkpoint": str(ckpt_path),
-            "iteration": resume_state.iteration,
-            "collector_state": resume_state.collector is not None,
-            "replay": resume_state.replay is not None,
-        }
-        note = "" if resume_state.replay is not None else " (replay not in the checkpoint: refilling it first)"
-        print(f"duorl: resuming {ckpt_path} at iteration {resume_state.iteration}{note}", flush=True)
-    # the env runs where its backend runs: mujoco on CPU threads, mjwarp on the duo's device
-    env_device = str(device) if env_device_type(cfg) != "cpu" else "cpu"
-    tick_graph = tick_graph_enabled(cfg, env_device)
-    tick_compile = tick_compile_enabled(cfg, env_device, tick_graph)
-    early_exit = solver_early_exit_enabled(cfg, tick_graph)
+    sync = None
+    if ctx is not None:
+        sync = _data_parallel_learner(cfg, learner, ctx, device)
+
     env_factory = functools.partial(
         make_vec_env,
         cfg.task,
         cfg.sim,
         tr.num_envs,
-        env_device,
-        derive_seed(tr.seed, "env"),
+        switches.env_device,
+        derive_seed(tr.seed, "env", rank),
         tr.nan_guard.enabled,
         cfg.debug.nan_inject_step,
-        compile=tick_compile,
-        solver_early_exit=early_exit,
+        compile=switches.tick_compile,
+        solver_early_exit=switches.solver_early_exit,
     )
     actor_factory = functools.partial(make_actor, algo, spec)
+    snapshot_dir = run_dir / "checkpoints" if lead else _rank_scratch(rank)
     settings = DuoSettings(
         device=str(device),
         num_envs=tr.num_envs,
@@ -209,74 +180,227 @@ def train(cfg: Config) -> int:
         updates_per_step=algo.updates_per_step,
         save_interval=algo.save_interval,
         log_interval=tr.log_interval,
-        explore_seed=derive_seed(tr.seed, "explore"),
-        replay_seed=derive_seed(tr.seed, "replay"),
+        explore_seed=derive_seed(tr.seed, "explore", rank),
+        replay_seed=derive_seed(tr.seed, "replay", rank),
         torch_threads=tr.torch_threads,
         collector_delay_ms=cfg.debug.collector_delay_ms,
         learner_delay_ms=cfg.debug.learner_delay_ms,
         check_replay_window=cfg.debug.check_replay_window,
-        snapshot_dir=str(run_dir / "checkpoints"),
-        nan_dump_path=str(run_dir / "nan_first_state.pt") if tr.nan_guard.enabled else None,
+        snapshot_dir=str(snapshot_dir),
+        nan_dump_path=str(run_dir / "nan_first_state.pt") if tr.nan_guard.enabled and lead else None,
         checkpoint_replay=tr.checkpoint_replay,
-        whole_cycle_cuda_graph=graph_enabled(cfg, device),
+        whole_cycle_cuda_graph=switches.whole_cycle_cuda_graph,
         replay_age_bias=replay_age_bias(algo),
-        tick_cuda_graph=tick_graph,
+        tick_cuda_graph=switches.tick_cuda_graph,
         max_wall_s=tr.max_wall_minutes * 60.0 if tr.max_wall_minutes is not None else None,
         eval_envs=tr.eval_envs,
+        nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
     )
-    (run_dir / "checkpoints").mkdir(exist_ok=True)
-    reporter = RunDirectory(cfg, run_dir, learner, device)
-    reporter.manifest.update(
-        {
-            "world_size": 1,
-            "rank": 0,
-            "devices": [device_record(device)],
-            "env_device": env_device,
-            "sim": cfg.sim.name,
-            "host": host_record(),
-            "versions": package_versions(),
-            # "enabled": the resolved setting; "active" (updated after the run): a captured graph ran
-            "whole_cycle_cuda_graph": {
-                "configured": algo.algo_params.whole_cycle_cuda_graph,
-                "enabled": settings.whole_cycle_cuda_graph,
-                "active": False,
-            },
-            # "active" (updated after the run): the collector replayed a captured tick
-            "collector_tick_cuda_graph": {
-                "configured": cfg.sim.tick_cuda_graph,
-                "enabled": settings.tick_cuda_graph,
-                "active": False,
-                # sim.tick_compile: the step's tensor code compiled into fused kernels
-                "compiled": {"configured": cfg.sim.tick_compile, "enabled": tick_compile},
-                # sim.solver_early_exit: MuJoCo Warp's solver loop as a conditional node of the tick graph
-                "solver_early_exit": {"configured": cfg.sim.solver_early_exit, "enabled": early_exit},
-            },
-            "max_wall_minutes": tr.max_wall_minutes,
-            "cuda_process_sharing": {"configured": tr.cuda_process_sharing, "effective": None},
-            "dp_gradient_wire_dtype": tr.dp_gradient_wire_dtype,
-            "env_spec": spec.record(),
-            "resumed_from": resumed_from,
-        }
-    )
-    reporter.manifest["cuda_process_sharing"] = _mps_manifest(tr.cuda_process_sharing, mps)
-    # MPS fails open: once both processes hold a CUDA context, prove they are the daemon's clients
-    on_ready = functools.partial(_verify_mps, mps) if mps.configured == "mps" else None
-    duo = Duo(settings, spec, learner, env_factory, actor_factory, reporter, resume=resume_state, on_collector_ready=on_ready)
+    reporter: Any = None
+    if lead:
+        (run_dir / "checkpoints").mkdir(exist_ok=True)
+        reporter = RunDirectory(cfg, run_dir, learner, device)
+        reporter.manifest.update(_manifest(cfg, device, switches, spec, world, resumed_from,
+                                           device_record, host_record, package_versions))
+        if sync is not None:
+            reporter.manifest["dp_gradient_groups"] = sync.layout()
+    coordinator: Any = Solo()
+    if ctx is not None:
+        from duorl.dist.coordination import DataParallelCoordinator, RankReporter
+
+        rank_record = {"rank": rank, "local_rank": ctx.env.local_rank, "host": ctx.host,
+                       "device": str(device), "device_uuid": device_record(device).get("uuid")}
+        reporter = RankReporter(ctx, reporter, sync.take_ms, rank_record)
+        coordinator = DataParallelCoordinator(ctx)
+
+    def on_collector_ready(collector_pid: int) -> dict[str, Any]:
+        # MPS fails open: once both processes hold a CUDA context, prove they are the daemon's clients
+        v = mps.verify(os.getpid(), collector_pid)
+        verdicts = _gather_verdicts(ctx, v)
+        if not all(x.ok for x in verdicts):
+            bad = next(x for x in verdicts if not x.ok)
+            raise StartRefused(bad.message if ctx is None else f"rank {bad.evidence.rank} ({bad.host}): {bad.message}")
+        return {"cuda_process_sharing": mps_manifest(tr.cuda_process_sharing, [x.evidence for x in verdicts],
+                                                     [x.host for x in verdicts])}
+
+    if lead:
+        reporter_inner = reporter.inner if ctx is not None else reporter
+        reporter_inner.manifest["cuda_process_sharing"] = mps_manifest(tr.cuda_process_sharing, [verdict.evidence])
+    duo = Duo(settings, spec, learner, env_factory, actor_factory, reporter, resume=resume_state,
+              on_collector_ready=on_collector_ready, coordinator=coordinator)
     try:
         result = duo.run()
-    except MpsUnavailableError as e:
-        reporter.finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=str(e))
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     except BaseException as e:
-        reporter.finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
+        if lead:
+            _inner(reporter).finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
         raise
+    return _finish(cfg, result, run_dir, learner, spec, _inner(reporter) if lead else None, ctx)
+
+
+def _inner(reporter: Any) -> Any:
+    """The run directory behind a rank's reporter."""
+    return getattr(reporter, "inner", reporter)
+
+
+def _rank_scratch(rank: int) -> Path:
+    """Where a rank other than 0 (which may run on a host without the run directory) keeps its
+    collector's snapshots until they are gathered into rank 0's checkpoint."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f"duorl-rank{rank}-"))
+
+
+def _data_parallel_learner(cfg: Config, learner: Any, ctx: Any, device: torch.device) -> Any:
+    """Rank 0's initial learner state on every rank, the gradient layout agreed, and the learner's
+    groups handed to the all-reduce synchronizer."""
+    from duorl.dist.agreement import layout_mismatch
+    from duorl.dist.grad_sync import AllReduceSynchronizer, group_layout
+
+    state = ctx.broadcast(_to_cpu(learner.state_dict()) if ctx.rank == 0 else None,
+                          "broadcasting rank 0's initial learner state")
+    if ctx.rank != 0:
+        learner.load_state_dict(state)
+    layouts = ctx.all_gather(group_layout(learner.sync_groups, cfg.training.dp_gradient_wire_dtype),
+                             "comparing gradient layouts", group="startup")
+    ctx.agree(layout_mismatch(layouts), "comparing gradient layouts")
+    sync = AllReduceSynchronizer(ctx.data, ctx.world_size, device, cfg.training.dp_gradient_wire_dtype)
+    learner.set_synchronizer(sync)
+    return sync
+
+
+def _to_cpu(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_to_cpu(v) for v in obj]
+    return obj
+
+
+def _gather_verdicts(ctx: Any, verdict: MpsVerdict) -> list[MpsVerdict]:
+    if ctx is None:
+        return [verdict]
+    return ctx.all_gather(verdict, "gathering the CUDA MPS client checks", group="startup")
+
+
+def _load_resume(cfg: Config, task: Any, world: int, lead: bool, ctx: Any) -> tuple[list[Any], Any, dict[str, Any]]:
+    """Rank 0 reads and checks the checkpoint; every rank gets its own runtime state and rank 0's
+    learner state (ranks refuse together)."""
+    from duorl.resume import load_resume
+
+    problem, found = None, None
+    if lead:
+        try:
+            found = load_resume(cfg.training.resume, config_to_dict(cfg), _task_state_keys(task), world)
+        except ConfigError as e:
+            if ctx is None:
+                raise
+            problem = str(e)
+    if ctx is not None:
+        ctx.agree(problem, "checking the checkpoint to resume")
+        found = ctx.broadcast(found if lead else None, "sharing the checkpoint to resume")
+    assert found is not None
+    ckpt_path, learner_state, states = found
+    first = states[0]
+    resumed_from = {
+        "checkpoint": str(ckpt_path),
+        "iteration": first.iteration,
+        "collector_state": all(s.collector is not None for s in states),
+        "replay": all(s.replay is not None for s in states),
+        "world_size": len(states),
+    }
+    if lead:
+        note = "" if first.replay is not None else " (replay not in the checkpoint: refilling it first)"
+        print(f"duorl: resuming {ckpt_path} at iteration {first.iteration}{note}", flush=True)
+    return states, learner_state, resumed_from
+
+
+def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, world: int,
+              resumed_from: Any, device_record: Any, host_record: Any, package_versions: Any) -> dict[str, Any]:
+    tr, algo = cfg.training, cfg.algo
+    return {
+        "world_size": world,
+        "rank": 0,
+        "data_parallel": world > 1 or cfg.training.data_parallel is True or _launched(),
+        "devices": [device_record(device)],
+        "env_device": switches.env_device,
+        "sim": cfg.sim.name,
+        "host": host_record(),
+        "versions": package_versions(),
+        "switches": switches.record(),
+        # "enabled": the resolved setting; "active" (updated after the run): a captured graph ran
+        "whole_cycle_cuda_graph": {
+            "configured": algo.algo_params.whole_cycle_cuda_graph,
+            "dp_configured": algo.algo_params.dp_whole_cycle_cuda_graph,
+            "enabled": switches.whole_cycle_cuda_graph,
+            "dp_graph": switches.dp_whole_cycle_cuda_graph,
+            "active": False,
+        },
+        # "active" (updated after the run): the collector replayed a captured tick
+        "collector_tick_cuda_graph": {
+            "configured": cfg.sim.tick_cuda_graph,
+            "enabled": switches.tick_cuda_graph,
+            "active": False,
+            # sim.tick_compile: the step's tensor code compiled into fused kernels
+            "compiled": {"configured": cfg.sim.tick_compile, "enabled": switches.tick_compile},
+            # sim.solver_early_exit: MuJoCo Warp's solver loop as a conditional node of the tick graph
+            "solver_early_exit": {"configured": cfg.sim.solver_early_exit, "enabled": switches.solver_early_exit},
+        },
+        "max_wall_minutes": tr.max_wall_minutes,
+        "dp_gradient_wire_dtype": tr.dp_gradient_wire_dtype,
+        "env_spec": spec.record(),
+        "resumed_from": resumed_from,
+    }
+
+
+def _launched() -> bool:
+    from duorl.dist.launch import rank_env
+
+    return rank_env() is not None
+
+
+def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, directory: Any, ctx: Any) -> int:
+    """Record the outcome (rank 0), run the post-training steps and return the exit code."""
+    rank = ctx.rank if ctx is not None else 0
+    where = f"rank {rank} ({ctx.host}): " if ctx is not None else ""
+    if result.status == "refused":
+        print(f"error: {result.error}", file=sys.stderr, flush=True)
+        if directory is not None:
+            directory.finish("refused", result.iterations, 0, result.wall_s, error=result.error)
+        if ctx is not None:
+            from duorl.dist.launch import record_rank_failure
+
+            record_rank_failure(result.error or "refused", "input")
+        return 2
+    if result.status == "failed":
+        if ctx is not None:
+            from duorl.dist.launch import record_rank_failure
+
+            record_rank_failure(f"{where}{result.error}", result.failed_part or "learner",
+                                secondary=result.failed_part == "peer rank")
+        if directory is not None:
+            directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}")
+        print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
+        if directory is not None:
+            print(f"duorl: run directory {run_dir} (status failed; last checkpoint kept)", file=sys.stderr)
+        return 1
+    digests = None
+    if ctx is not None:
+        from duorl.dist.agreement import state_digest
+
+        # every rank's learner state, hashed: data parallel keeps them bitwise equal
+        mine = state_digest(learner.state_dict(), tuple(getattr(learner, "rank_local_state", ())))
+        hashes = ctx.all_gather(mine, "comparing the final learner states", group="startup")
+        digests = {"sha256": hashes, "equal": len(set(hashes)) == 1}
+        if not digests["equal"] and rank == 0:
+            print(f"duorl: warning: the ranks' final learner states differ: {hashes}", file=sys.stderr, flush=True)
+    if directory is None:
+        return 0
     if result.graph is not None:
-        reporter.manifest["whole_cycle_cuda_graph"].update(result.graph)
-    reporter.manifest["collector_tick_cuda_graph"]["active"] = result.tick_graph_active
+        directory.manifest["whole_cycle_cuda_graph"].update(result.graph)
+    directory.manifest["collector_tick_cuda_graph"]["active"] = result.tick_graph_active
     extra: dict[str, Any] = {}
-    if result.error:
-        extra["error"] = result.error
     if result.wall_limited:
         extra["stopped_by"] = f"training.max_wall_minutes={cfg.training.max_wall_minutes}"
     if (run_dir / "nan_first_state.pt").exists():
@@ -286,15 +410,13 @@ def train(cfg: Config) -> int:
             "samples_checked": result.replay_samples_checked,
             "violations": result.replay_window_violations,
         }
-    if result.status != "failed":
-        extra.update(_after_training(cfg, run_dir, learner, spec))
-    reporter.finish(result.status, result.iterations, result.env_steps, result.wall_s, **extra)
-    if result.status == "failed":
-        print(f"duorl: error: {result.error}", file=sys.stderr, flush=True)
-        print(f"duorl: run directory {run_dir} (status failed; last checkpoint kept)", file=sys.stderr)
-        return 1
+    if ctx is not None:
+        extra["dp_learner_state"] = digests
+    extra.update(_after_training(cfg, run_dir, learner, spec))
+    env_steps = directory.total_env_steps if directory.total_env_steps is not None else result.env_steps
+    directory.finish(result.status, result.iterations, env_steps, result.wall_s, **extra)
     ret = result.last_metrics.get("Train/mean_episode_return")
-    msg = f"duorl: {result.status} {result.iterations} iterations, {result.env_steps:,} env steps in {result.wall_s:.1f} s"
+    msg = f"duorl: {result.status} {result.iterations} iterations, {env_steps:,} env steps in {result.wall_s:.1f} s"
     if ret is not None:
         msg += f"; mean episode return {ret:.2f}"
     if result.wall_limited:
@@ -325,43 +447,3 @@ def _after_training(cfg: Config, run_dir: Path, learner: Any, spec: Any) -> dict
         out["play"] = r.__dict__
         print(f"duorl: play: mean return {r.mean_return:.3f} over {r.episodes} episodes (deterministic)", flush=True)
     return out
-
-
-def _probe_mps(cfg: Config, device: torch.device) -> MpsEvidence | int:
-    """MPS mode's prerequisites, checked before anything is built; an int is the exit code of a
-    failed check (its message already printed)."""
-    from duorl.mps.probe import RealHost, pipe_directory, probe_mps
-
-    if cfg.training.cuda_process_sharing is not None:
-        # the spawned collector inherits this, so both processes talk to the same daemon
-        os.environ.setdefault("CUDA_MPS_PIPE_DIRECTORY", pipe_directory())
-    try:
-        # null mode returns at once, touching nothing
-        return probe_mps(cfg.training.cuda_process_sharing, str(device), str(device), RealHost())
-    except MpsUnavailableError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
-
-def _verify_mps(evidence: MpsEvidence, collector_pid: int) -> dict[str, Any]:
-    from duorl.mps.probe import RealHost, verify_clients
-
-    verified = verify_clients(evidence, os.getpid(), collector_pid, RealHost())
-    return {"cuda_process_sharing": _mps_manifest(evidence.configured, verified)}
-
-
-def _mps_manifest(configured: str | None, evidence: MpsEvidence | None) -> dict[str, Any]:
-    """Per-rank evidence plus one host-level server record: data parallel adds ranks, not fields."""
-    import platform
-
-    ranks = [evidence.to_dict()] if evidence is not None else []
-    server = None
-    if evidence is not None and evidence.configured is not None:
-        server = {"host": platform.node(), "server_pid": evidence.server_pid, "control_pipe": evidence.control_pipe}
-    return {
-        "configured": configured,
-        "effective": evidence.effective if evidence is not None else None,
-        "validated": bool(evidence is not None and evidence.validated),
-        "ranks": ranks,
-        "server": server,
-    }

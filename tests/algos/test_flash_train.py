@@ -24,7 +24,8 @@ def test_flash_algorithms_train_in_the_duo(tmp_path, algo: str) -> None:
     summary = json.loads((run / "run_summary.json").read_text())
     assert summary["status"] == "completed" and summary["iterations"] == 12
     manifest = summary["runtime_manifest"]
-    assert manifest["whole_cycle_cuda_graph"] == {"configured": None, "enabled": False, "active": False}
+    assert manifest["whole_cycle_cuda_graph"] == {"configured": None, "dp_configured": True, "enabled": False,
+                                                  "dp_graph": False, "active": False}
     check = summary["replay_window_check"]
     assert check["samples_checked"] > 0 and check["violations"] == 0
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]

@@ -78,19 +78,31 @@ def test_invalid_value_names_key_value_and_fix(overrides: list[str], key: str, f
     assert "\n" not in msg  # one line for the terminal
 
 
-NOT_BUILT = [
-    (["training.devices=[cpu,cpu]"], "training.devices", "one device"),
-    (["training.devices=[0,1]"], "training.devices", "training.devices=[0]"),
-    (["training.dp_gradient_wire_dtype=bfloat16"], "training.dp_gradient_wire_dtype", "=float32"),
+DEVICE_LISTS = [
+    (["training.devices=[cpu,0]"], "training.devices", "training.devices=[cpu,cpu]"),
+    (["training.devices=[cpu,cpu]", "training.data_parallel=false"], "training.data_parallel",
+     "remove training.data_parallel"),
+    (["training.devices=[0,1]"], "training.devices", "training.devices=[cpu]"),  # no GPU on this machine
 ]
 
 
-@pytest.mark.parametrize(("overrides", "key", "fix"), NOT_BUILT, ids=[" ".join(c[0]) for c in NOT_BUILT])
-def test_unbuilt_features_are_rejected_saying_so(overrides: list[str], key: str, fix: str) -> None:
+@pytest.mark.parametrize(("overrides", "key", "fix"), DEVICE_LISTS, ids=[" ".join(c[0]) for c in DEVICE_LISTS])
+def test_bad_device_lists_are_refused(overrides: list[str], key: str, fix: str) -> None:
     e = _error(overrides)
     assert e.key == key
-    assert "not built yet" in str(e)
     assert fix in str(e).split("Fix:", 1)[1]
+
+
+def test_one_gpu_twice_is_refused(fake_cuda: None) -> None:
+    e = _error(["training.devices=[0,cuda:0]"], sim="mjwarp")
+    assert e.key == "training.devices" and "names one GPU twice" in str(e)
+
+
+def test_data_parallel_settings_load() -> None:
+    cfg = load_config(ALGO, TASK, "mujoco", ["training.devices=[cpu,cpu]", "training.dp_gradient_wire_dtype=bfloat16"])
+    assert cfg.training.devices == ["cpu", "cpu"] and cfg.training.dp_gradient_wire_dtype == "bfloat16"
+    e = _error(["training.dp_timeout_s=0"])
+    assert e.key == "training.dp_timeout_s"
 
 
 @pytest.mark.parametrize("algo", ["flashsac", "warpsac"])

@@ -162,7 +162,7 @@ def test_tick_compile_config_refusals(value, match):
     (False, "cuda:0", True, False),
 ])
 def test_tick_compile_resolution(configured, env_device, graph, expected):
-    from duorl.config.validate import tick_compile_enabled
+    from duorl.config.switches import tick_compile_enabled
 
     cfg = load_config("sac", "pendulum_swingup", "mujoco", [])
     cfg.sim.tick_compile = configured
@@ -194,7 +194,7 @@ def test_solver_early_exit_refused_with_eager_ticks(monkeypatch):
     (True, False, False),  # eager ticks keep the fixed iterations (no host sync per iteration)
 ])
 def test_solver_early_exit_resolution(configured, graph, expected):
-    from duorl.config.validate import solver_early_exit_enabled
+    from duorl.config.switches import solver_early_exit_enabled
 
     cfg = load_config("sac", "pendulum_swingup", "mujoco", [])
     cfg.sim.solver_early_exit = configured

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Hashable, Mapping, Protocol, Sequence
 
 import torch
 from torch import nn
@@ -56,3 +56,52 @@ class RewardObserver(Protocol):
 
     def observe_rewards(self, reward: torch.Tensor, done: torch.Tensor) -> None:
         """reward, done: [ticks, num_envs] float32 on the learner's device; no host sync."""
+
+
+class GradientSynchronizer(Protocol):
+    """Where a learner's optimizer groups meet the other ranks (DESIGN.md §4).
+
+    The learner names its groups once (`attach`, stable names and parameter lists), then between
+    backward and clip/step hands each group and its loss to `synchronize`, which may rewrite the
+    group's gradients in place (data parallel: their average over ranks) and returns a verdict: a 0-d
+    float32 device tensor, 1.0 to apply the step (and, for the critic, the target update) and 0.0 to
+    skip it, or None to always apply it. Running statistics (observation normalisers, reward scale)
+    go through `gather`, so every rank merges the same data in the same order. No method reads a
+    device value on the host: all of it can be captured in a CUDA graph.
+    """
+
+    def attach(self, groups: Mapping[str, Sequence[nn.Parameter]], buffers: Sequence[torch.Tensor] = ()) -> None:
+        """Called once, before any update, with every group the learner will synchronize, and the
+        running-statistics buffers its forward passes update from the local batch (BatchNorm)."""
+
+    def synchronize(self, group: str, loss: torch.Tensor) -> torch.Tensor | None: ...
+
+    def average_buffers(self) -> None:
+        """Replace the attached buffers by their mean over ranks (end of an iteration). Each rank's
+        buffers followed the same linear running-average recurrence from the same start, so the mean
+        equals that recurrence over the ranks' averaged batch statistics."""
+
+    def gather(self, x: torch.Tensor) -> torch.Tensor:
+        """Every rank's `x` (same shape on each), concatenated along dim 0 in rank order."""
+
+    def fingerprint(self) -> Hashable:
+        """Changes whenever what `synchronize` launches changes (a captured graph is then stale)."""
+
+
+class NullSynchronizer:
+    """One process without peers: gradients stay as they are and every step is applied."""
+
+    def attach(self, groups: Mapping[str, Sequence[nn.Parameter]], buffers: Sequence[torch.Tensor] = ()) -> None:
+        return None
+
+    def synchronize(self, group: str, loss: torch.Tensor) -> torch.Tensor | None:
+        return None
+
+    def average_buffers(self) -> None:
+        return None
+
+    def gather(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def fingerprint(self) -> Hashable:
+        return ("null",)

@@ -32,7 +32,3 @@ class CycleCaptureMixin:
 
     def graph_generators(self) -> list[torch.Generator]:
         return [self.generator]
-
-    def run_grad_callbacks(self, params: list[torch.nn.Parameter]) -> None:
-        for callback in getattr(self, "grad_callbacks", ()):
-            callback(params)

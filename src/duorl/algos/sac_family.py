@@ -11,26 +11,30 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
-from duorl.algos.base import Batch
+from duorl.algos.base import Batch, GradientSynchronizer, NullSynchronizer
 from duorl.algos.capture import CycleCaptureMixin
-from duorl.algos.compiling import compile_enabled
+from duorl.config.switches import compile_enabled
 from duorl.compiling import maybe_compile
 from duorl.algos.sac.networks import tanh_gaussian_log_prob
 from duorl.algos.sac.normalizer import RunningObsNormalizer
+from duorl.seeding import derive_seed
 
 # what an iteration reports from its latest actor update (and repeats when it made none)
 ACTOR_METRICS = ("Loss/actor", "Loss/alpha", "Policy/entropy")
-
-
-def derive_seed(seed: int, stream: int) -> int:
-    """A distinct 63-bit seed per (seed, stream), so init and sampling streams never coincide."""
-    return (seed * 6364136223846793005 + 1442695040888963407 * (stream + 1)) % (2**63)
 
 
 def squash(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Reparameterised tanh-Gaussian sample and its log-density (the ops of the actors' forward)."""
     pre_tanh = mean + torch.exp(log_std) * noise
     return torch.tanh(pre_tanh), tanh_gaussian_log_prob(pre_tanh, mean, log_std)
+
+
+def step_unless_invalid(optimizer: torch.optim.Optimizer, verdict: torch.Tensor | None) -> None:
+    """optimizer.step(), skipped on the device when `verdict` is 0: the learners' AdamW is fused, whose
+    `found_inf` input leaves parameters, moments and step counts bitwise as they were (no host sync)."""
+    if verdict is not None:
+        optimizer.found_inf = 1.0 - verdict  # type: ignore[attr-defined]
+    optimizer.step()
 
 
 def load_optimizer(optimizer: torch.optim.Optimizer, state: dict) -> None:
@@ -63,6 +67,10 @@ class SACFamilyLearner(CycleCaptureMixin):
     """Helpers over the attributes every SAC-family learner has: actor (with obs_norm), critic,
     critic_obs_norm, the three optimizers, and the flat target/online critic parameter lists."""
 
+    # state_dict entries computed from this rank's own batches (reported metrics, not training state):
+    # under data parallel they differ between ranks while everything else is bitwise equal
+    rank_local_state = ("last_actor_metrics",)
+
     actor: Any
     critic: torch.nn.Module
     critic_obs_norm: Any
@@ -84,7 +92,7 @@ class SACFamilyLearner(CycleCaptureMixin):
         if cfg.policy_frequency < 1:
             raise ValueError(f"algo.policy_frequency must be >= 1, got {cfg.policy_frequency}")
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(derive_seed(seed, 0))
+            torch.manual_seed(derive_seed(seed, "init"))
             actor = build_actor(cfg, spec)
             critic = build_critic(cfg, spec)
         self.actor = actor.to(self.device)
@@ -103,14 +111,24 @@ class SACFamilyLearner(CycleCaptureMixin):
     def _finish_build(self, seed: int) -> None:
         """After the optimizers: gradients that exist from the start and are only ever zeroed in place
         (their addresses stay fixed for graphs), the sampling generator, the counters, and the compiled
-        views of the networks (CUDA; identity on the CPU: algos/compiling.py)."""
+        views of the networks (CUDA; identity on the CPU: config.switches.compile_enabled)."""
         for p in self._actor_params + self._critic_params + [self.log_alpha]:
             p.grad = torch.zeros_like(p)
         self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(derive_seed(seed, 1))
+        self.generator.manual_seed(derive_seed(seed, "learner_sampling"))
         self.num_updates = 0  # critic updates so far; drives the actor schedule
         self.state_generation = 0  # bumped by load_state_dict: captured CUDA graphs are stale
-        self.grad_callbacks: list = []  # called with the parameters after backward, before each step
+        # the optimizer groups a synchronizer sees, by stable name and parameter list
+        self.sync_groups: dict[str, list[nn.Parameter]] = {
+            "critic": self._critic_params, "actor": self._actor_params, "alpha": [self.log_alpha],
+        }
+        self.grad_sync: GradientSynchronizer = NullSynchronizer()
+        # updates whose critic step a verdict skipped (Train/skipped_updates), counted on the device
+        self.skipped_updates = torch.zeros((), device=self.device)
+        # debug: per update of an iteration, a value added to every loss (NaN to inject an invalid
+        # update, DuoSettings.nan_loss_iteration); None = losses are used as computed
+        self.loss_poison: torch.Tensor | None = None
+        self._update_index = 0
         # actor-side metrics of the latest actor update, reported by calls that have none
         self._last_actor_metrics = {k: torch.zeros((), device=self.device) for k in ACTOR_METRICS}
         self.compiled = compile_enabled(self.cfg, self.device)
@@ -118,6 +136,28 @@ class SACFamilyLearner(CycleCaptureMixin):
         self._target_fn = maybe_compile(self.critic_target, self.compiled)
         self._actor_dist = maybe_compile(self.actor.distribution_params, self.compiled)
         self._squash = maybe_compile(squash, self.compiled)
+
+    def _adamw(self, params: list[nn.Parameter], lr: float, weight_decay: float,
+               betas: tuple[float, float] = (0.9, 0.999)) -> torch.optim.AdamW:
+        """AdamW with its learning rate as a device tensor (a schedule can fill_() it without recapturing a
+        graph), fused on every device: one kernel per step and an on-device skip through `found_inf`
+        (step_unless_invalid); capturable on CUDA (step counters on the device, allowed in a capture)."""
+        return torch.optim.AdamW(params, lr=torch.tensor(lr, device=self.device), betas=betas, weight_decay=weight_decay,
+                                 fused=True, capturable=self.device.type == "cuda")
+
+    def set_synchronizer(self, sync: GradientSynchronizer) -> None:
+        """Hand every optimizer group and running-statistics buffer to `sync` (data parallel); before
+        the first update."""
+        sync.attach(self.sync_groups, self.running_buffers())
+        self.grad_sync = sync
+
+    def running_buffers(self) -> list[torch.Tensor]:
+        """Buffers the networks' forward passes update from the batch (BatchNorm's running_mean and
+        running_var; none in FastSAC's networks)."""
+        out: list[torch.Tensor] = []
+        for module in (self.actor, self.critic, self.critic_target):
+            out += [b for name, b in module.named_buffers() if name.rsplit(".", 1)[-1].startswith("running_")]
+        return out
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -135,6 +175,7 @@ class SACFamilyLearner(CycleCaptureMixin):
             "num_updates": self.num_updates,
             "generator": self.generator.get_state(),
             "last_actor_metrics": dict(self._last_actor_metrics),
+            "skipped_updates": self.skipped_updates,
         }
         state.update(self._extra_state())
         return state
@@ -154,6 +195,7 @@ class SACFamilyLearner(CycleCaptureMixin):
         self.generator.set_state(state["generator"].cpu())
         for k in ACTOR_METRICS:
             self._last_actor_metrics[k].copy_(state["last_actor_metrics"][k])
+        self.skipped_updates.copy_(state.get("skipped_updates", torch.zeros(())))  # absent before it existed
         self._load_extra_state(state)
         self.state_generation += 1
 
@@ -188,22 +230,31 @@ class SACFamilyLearner(CycleCaptureMixin):
         )
 
     def _optimizer_step(
-        self, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], loss: torch.Tensor, clip: bool = True
-    ) -> None:
+        self, optimizer: torch.optim.Optimizer, group: str, loss: torch.Tensor, clip: bool = True
+    ) -> torch.Tensor | None:
+        """Backward, the synchronizer, clip and step of one optimizer group; returns the verdict."""
+        if self.loss_poison is not None:
+            loss = loss + self.loss_poison[self._update_index]
         optimizer.zero_grad(set_to_none=False)
         loss.backward()
-        self.run_grad_callbacks(params)
+        verdict = self.grad_sync.synchronize(group, loss)
         if clip and self.cfg.max_grad_norm > 0:
             # clip_grad_norm_ scales by a device tensor: no host sync
-            nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
-        optimizer.step()
+            nn.utils.clip_grad_norm_(self.sync_groups[group], self.cfg.max_grad_norm)
+        step_unless_invalid(optimizer, verdict)
+        return verdict
 
     @torch.no_grad()
     def observe(self, obs_actor: torch.Tensor, obs_critic: torch.Tensor) -> None:
+        gather = self._stats_gather()
         if self.actor.obs_norm is not None:
-            self.actor.obs_norm.update(obs_actor)
+            self.actor.obs_norm.update(obs_actor, gather)
         if self.critic_obs_norm is not None:
-            self.critic_obs_norm.update(obs_critic)
+            self.critic_obs_norm.update(obs_critic, gather)
+
+    def _stats_gather(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
+        """The synchronizer's gather when there are peers (None: merge the local batch as it is)."""
+        return None if isinstance(self.grad_sync, NullSynchronizer) else self.grad_sync.gather
 
     def graph_optimizers(self) -> list[torch.optim.Optimizer]:
         return [self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer]
@@ -222,5 +273,23 @@ class SACFamilyLearner(CycleCaptureMixin):
         return self.critic_obs_norm(obs) if self.critic_obs_norm is not None else obs
 
     @torch.no_grad()
-    def _update_targets(self) -> None:
-        torch._foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)
+    def _count_skip(self, verdict: torch.Tensor | None) -> None:
+        if verdict is not None:
+            self.skipped_updates.add_(1.0 - verdict)
+
+    def poison_losses(self, num_updates: int) -> torch.Tensor:
+        """The per-update loss offsets (zeros) a test fills with NaN to make updates invalid; a learner
+        with them launches one more add per optimizer step."""
+        if self.loss_poison is None or self.loss_poison.numel() < num_updates:
+            self.loss_poison = torch.zeros(num_updates, device=self.device)
+        return self.loss_poison
+
+    @torch.no_grad()
+    def _update_targets(self, verdict: torch.Tensor | None = None) -> None:
+        """Polyak average toward the critic; skipped (weight 0: the targets stay bitwise as they were)
+        with the critic's step when its verdict is 0."""
+        if verdict is None:
+            torch._foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)
+            return
+        weight = verdict * self.cfg.tau
+        torch._foreach_lerp_(self._target_params, self._critic_params, [weight] * len(self._target_params))

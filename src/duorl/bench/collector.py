@@ -78,7 +78,8 @@ def run_collector_bench(algo: str, task: str, sim: str | None, num_envs: list[in
     import torch
 
     from duorl.config.load import load_config
-    from duorl.config.validate import env_device_type, solver_early_exit_enabled, tick_compile_enabled
+    from duorl.config.switches import solver_early_exit_enabled, tick_compile_enabled
+    from duorl.config.validate import env_device_type
 
     cfg = load_config(algo, task, sim, list(overrides or []))
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -14,15 +14,20 @@ from duorl.config.errors import ConfigError
 from duorl.config.schema import Config
 
 KEY = "training.devices"
+# set in a data-parallel rank once it narrowed CUDA_VISIBLE_DEVICES to its entry (dist.launch): the
+# torch device this process uses
+RANK_DEVICE_ENV = "DUORL_RANK_DEVICE"
 ALLOWED = 'null, [cpu], [N] (a CUDA ordinal), [cuda:N], [GPU-<uuid>] or [MIG-<id>]'
 _CUDA_N = re.compile(r"^cuda:(\d+)$")
 
 
 def cuda_device_count() -> int:
-    """Visible CUDA devices (0 without CUDA). Tests monkeypatch this to fake a GPU host."""
+    """Visible CUDA devices (0 without CUDA). Counted through NVML where it can be, so that asking does
+    not initialise CUDA (a data-parallel rank still narrows CUDA_VISIBLE_DEVICES afterwards). Tests
+    monkeypatch this to fake a GPU host."""
     import torch
 
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return torch.cuda.device_count()
 
 
 def cuda_uuids() -> list[str]:
@@ -59,19 +64,28 @@ def _ordinal(entry: int | str) -> int:
 
 
 def resolve_device(cfg: Config) -> str:
-    """The torch device of this run: 'cpu' or 'cuda:N'.
+    """The torch device of this process: 'cpu' or 'cuda:N'.
 
+    A data-parallel rank uses the device it narrowed itself to (RANK_DEVICE_ENV). Otherwise
     `training.devices: null` picks cuda:0 when the sim can use CUDA (mjwarp) and a GPU is visible,
     else the CPU; mujoco alone runs on the CPU, but an explicit CUDA entry with mujoco is honoured
     (learner on the GPU, physics on CPU threads). Raises ConfigError for an entry that names no
-    visible device. Assumes `validate` has checked the list's shape (one entry).
+    visible device. Assumes `validate` has checked the list's shape.
     """
+    ranked = os.environ.get(RANK_DEVICE_ENV)
+    if ranked:
+        return ranked
     devices = cfg.training.devices
     if devices is None:
         if cfg.sim.name == "mjwarp" and cuda_device_count() > 0:
             return "cuda:0"
         return "cpu"
-    entry = devices[0]
+    return resolve_entry(cfg, devices[0])
+
+
+def resolve_entry(cfg: Config, entry: Any) -> str:
+    """The torch device one entry of training.devices names in this process (ConfigError if none)."""
+    devices = cfg.training.devices
     kind = entry_kind(entry)
     if kind == "cpu":
         return "cpu"

@@ -1,4 +1,5 @@
-"""ConfigError: every configuration problem names the key, the value, what is allowed and the fix."""
+"""ConfigError: every configuration problem names the key, the value, what is allowed and the fix;
+InputRefused: any other refusal before the run starts."""
 
 from __future__ import annotations
 
@@ -20,7 +21,12 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-class ConfigError(ValueError):
+class InputRefused(ValueError):
+    """Input the run must not start with (exit code 2): one line for a terminal, naming what is wrong
+    and the fix. Raised for checks beyond single keys too (memory, a rank's host state)."""
+
+
+class ConfigError(InputRefused):
     """A configuration the run must not start with. The message is one line, made for a terminal."""
 
     def __init__(self, key: str, value: Any, problem: str, allowed: str, fix: str) -> None:

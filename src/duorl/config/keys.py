@@ -73,3 +73,14 @@ def close_matches(key: str, n: int = 3) -> list[str]:
         return [k for _, k in sorted(scored, key=lambda t: -t[0])[:n]]
     sections = sorted({k.rsplit(".", 1)[0] for k in leaf_types() if "." in k})
     return difflib.get_close_matches(key, sections, n=n, cutoff=0.75)
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config dict (config_to_dict) as {"section.key": value}."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out

@@ -145,11 +145,14 @@ def _pinned(key: str, chosen: str, value: Any, flag: str) -> None:
                           f"only {flag}", f"use {flag} {value} and drop the {key} override")
 
 
-def load_config(algo: str, task: str, sim: str | None = None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+def load_config(algo: str, task: str, sim: str | None = None, overrides: list[str] | tuple[str, ...] = (),
+                probe_devices: bool = True) -> Config:
     """The validated Config for `duorl train --algo ALGO --task TASK [--sim SIM] [key=value ...]`.
 
     sim=None picks the best available backend (best_sim) unless an override sets sim.name.
     Returns a plain dataclass instance (picklable, for spawned processes). Raises ConfigError.
+    `probe_devices=False`: device entries are checked for their shape only, without a CUDA query (a
+    data-parallel rank reads its entry before narrowing CUDA_VISIBLE_DEVICES to it).
     """
     if not _NAME.fullmatch(algo):
         raise ConfigError("algo.name", algo, "unknown algorithm", ", ".join(ALGOS), "pick one with --algo, e.g. --algo sac")
@@ -203,7 +206,7 @@ def load_config(algo: str, task: str, sim: str | None = None, overrides: list[st
     except OmegaConfBaseException as e:  # unresolvable interpolation, missing value
         raise _wrap(e, None, NO_VALUE, "") from None
     assert isinstance(obj, Config)
-    return validate(obj)
+    return validate(obj, probe_devices=probe_devices)
 
 
 def config_to_dict(cfg: Config) -> dict[str, Any]:

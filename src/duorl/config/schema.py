@@ -33,7 +33,17 @@ class TrainingConfig:
     log_dir: Optional[str] = None
     env_steps_per_sync: int = 1
     cuda_process_sharing: Optional[str] = None
+    # data parallel (one duo per device, gradients averaged over ranks): null = automatic (on when
+    # training.devices lists more than one entry, or under torchrun), true = also on one device (world
+    # size 1 through the launcher), false = never (one entry only)
+    data_parallel: Optional[bool] = None
+    # data parallel: the gradient all-reduce's wire dtype; bfloat16 sends fp32 groups of >= 1024 elements
+    # as bf16 (restored to fp32 before the division by the world size)
     dp_gradient_wire_dtype: str = "float32"
+    # data parallel: the longest a rank waits for the others in a collective of the training loop (s)
+    dp_timeout_s: float = 600.0
+    # data parallel: the same for start-up and checkpoints (building envs, compiling, capturing, writing)
+    dp_startup_timeout_s: float = 1800.0
     no_play: bool = True
     export_onnx: bool = False
     nan_guard: NanGuardConfig = field(default_factory=NanGuardConfig)
@@ -179,6 +189,10 @@ class DebugConfig:
     # make env 0's velocities NaN just before the collector's env step with this index (0-based;
     # -1 = never): drives the NaN guard end to end (Train/nan_resets, nan_first_state.pt)
     nan_inject_step: int = -1
+    # make the first update of this learner iteration invalid (a NaN added to its losses) on rank
+    # nan_loss_rank (-1 = never): drives the skip of invalid updates (Train/skipped_updates)
+    nan_loss_iteration: int = -1
+    nan_loss_rank: int = 0
 
 
 @dataclass

@@ -8,11 +8,12 @@ import torch to probe CUDA).
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from duorl.config.catalog import available_tasks
 from duorl.config.devices import ALLOWED as DEVICES_ALLOWED
-from duorl.config.devices import entry_kind, resolve_device
+from duorl.config.devices import RANK_DEVICE_ENV, entry_kind, resolve_device, resolve_entry
 from duorl.config.errors import ConfigError
 from duorl.config.schema import ACTION_RANGES, ALGOS, PENALTY_CURRICULA, SIMS, Config
 
@@ -50,6 +51,8 @@ _INT_MIN: tuple[tuple[str, int], ...] = (
     ("algo.replay_num_buckets", 1),
     ("sim.nthread", 0),
     ("debug.nan_inject_step", -1),  # -1 = never
+    ("debug.nan_loss_iteration", -1),  # -1 = never
+    ("debug.nan_loss_rank", 0),
 )
 # (key, lower bound, lower inclusive?) for floats; every float must also be finite.
 _FLOAT_MIN: tuple[tuple[str, float, bool], ...] = (
@@ -64,6 +67,8 @@ _FLOAT_MIN: tuple[tuple[str, float, bool], ...] = (
     ("algo.noise_zeta_mu", 0.0, True),  # 0 = hold lengths uniform on [1, noise_zeta_max]
     ("algo.lr_end_ratio", 0.0, True),
     ("algo.replay_min_weight", 0.0, False),  # > 0: every readable tick stays reachable
+    ("training.dp_timeout_s", 0.0, False),
+    ("training.dp_startup_timeout_s", 0.0, False),
     ("debug.collector_delay_ms", 0.0, True),
     ("debug.learner_delay_ms", 0.0, True),
 )
@@ -207,40 +212,58 @@ def _check_not_built(cfg: Config) -> None:
     t = cfg.training
     # training.cuda_process_sharing=mps: its host prerequisites are probed by duorl.mps.probe in train(),
     # still before anything is built
-    if t.dp_gradient_wire_dtype == "bfloat16":
-        raise _not_built("training.dp_gradient_wire_dtype", "bfloat16",
-                         "bfloat16 gradient wire (only meaningful under data parallel)", "float32",
-                         "remove the key or set training.dp_gradient_wire_dtype=float32")
     if t.resume is not None:
         _check_resume_path(t.resume)
 
 
-def _check_devices(cfg: Config) -> None:
+def _check_devices(cfg: Config, probe: bool = True) -> None:
     devices = cfg.training.devices
     key = "training.devices"
+    dp = cfg.training.data_parallel
+    if dp is not None and not isinstance(dp, bool):
+        raise ConfigError("training.data_parallel", dp, "not a boolean or null",
+                          "null (automatic: on with several devices), true, false",
+                          "remove the key or set training.data_parallel=true")
     if devices is None:  # automatic; resolve_device cannot fail on it
         return
     if not isinstance(devices, (list, tuple)) or len(devices) == 0:
-        raise ConfigError(key, devices, "must be null or a list with one device", DEVICES_ALLOWED,
+        raise ConfigError(key, devices, "must be null or a non-empty list of devices", DEVICES_ALLOWED,
                           f"remove the key (automatic) or set {key}=[cpu]")
     for entry in devices:
         if entry_kind(entry) is None:
             raise ConfigError(key, devices, f"{entry!r} is not a device", DEVICES_ALLOWED,
                               f"e.g. {key}=[0] or {key}=[cpu]")
-    if len(devices) > 1:
-        raise _not_built(key, devices, "data parallel (more than one device)", "one entry",
-                         f"train on one device, e.g. {key}=[{devices[0]}]")
+    kinds = {"cpu" if entry_kind(e) == "cpu" else "cuda" for e in devices}
+    if len(kinds) > 1:
+        raise ConfigError(key, devices, "mixes the CPU and GPUs (every rank must use the same kind of device)",
+                          "all entries CPU, or all GPUs", f"e.g. {key}=[0,1] or {key}=[cpu,cpu]")
+    gpus = [str(e).removeprefix("cuda:") for e in devices if entry_kind(e) != "cpu"]
+    if len(set(gpus)) < len(gpus):
+        raise ConfigError(key, devices, "names one GPU twice (one duo per GPU)", "distinct GPUs",
+                          "list each GPU once")
+    if len(devices) > 1 and dp is False:
+        raise ConfigError("training.data_parallel", False, f"{key} lists {len(devices)} devices, which is data "
+                          "parallel", "null or true with several devices",
+                          f"remove training.data_parallel, or train on one device, e.g. {key}=[{devices[0]}]")
+    if not probe:
+        return
     # mujoco with a CUDA entry is allowed: the learner uses the GPU, physics stays on CPU threads;
     # mjwarp with [cpu] is allowed too (warp's CPU device).
-    resolve_device(cfg)
+    if os.environ.get(RANK_DEVICE_ENV):
+        return  # a rank narrowed to its own entry (dist.launch): that device is this process's
+    for entry in devices:
+        resolve_entry(cfg, entry)
 
 
-def validate(cfg: Config) -> Config:
-    """Raise ConfigError on the first problem; return cfg unchanged when it may run."""
+def validate(cfg: Config, probe_devices: bool = True) -> Config:
+    """Raise ConfigError on the first problem; return cfg unchanged when it may run. `probe_devices`
+    False checks the device list's shape only (no CUDA query: a rank before it narrows its devices)."""
     _check_names(cfg)
     _check_ranges(cfg)
     _check_not_built(cfg)
-    _check_devices(cfg)
+    _check_devices(cfg, probe_devices)
+    if not probe_devices:
+        return cfg
     _check_graph(cfg)
     _check_tick_graph(cfg)
     _check_tick_compile(cfg)
@@ -310,28 +333,6 @@ def _check_solver_early_exit(cfg: Config) -> None:
                           f"set {key}=false, or remove sim.tick_cuda_graph (on for CUDA envs)")
 
 
-def tick_graph_enabled(cfg: Config, env_device: str) -> bool:
-    """sim.tick_cuda_graph resolved for envs on `env_device`: null = on when they step on CUDA."""
-    configured = cfg.sim.tick_cuda_graph
-    on_cuda = env_device.split(":")[0] == "cuda"
-    return on_cuda if configured is None else bool(configured) and on_cuda
-
-
-def tick_compile_enabled(cfg: Config, env_device: str, tick_graph: bool) -> bool:
-    """sim.tick_compile resolved for envs on `env_device`: null = on exactly when the tick is a graph
-    (`tick_graph`, resolved), where fusing pays; true = on for CUDA envs."""
-    configured = cfg.sim.tick_compile
-    if configured is None:
-        return bool(tick_graph)
-    return bool(configured) and env_device.split(":")[0] == "cuda"
-
-
-def solver_early_exit_enabled(cfg: Config, tick_graph: bool) -> bool:
-    """sim.solver_early_exit resolved: on only when asked for and inside a captured tick (`tick_graph`,
-    resolved)."""
-    return bool(tick_graph) and cfg.sim.solver_early_exit is True
-
-
 def _check_wall_minutes(cfg: Config) -> None:
     key, v = "training.max_wall_minutes", cfg.training.max_wall_minutes
     if v is None:
@@ -342,8 +343,10 @@ def _check_wall_minutes(cfg: Config) -> None:
 
 
 def env_device_type(cfg: Config) -> str:
-    """Where the envs step: mjwarp follows the run's device, the mujoco backend is always the CPU."""
-    return resolve_device(cfg).split(":")[0] if cfg.sim.name == "mjwarp" else "cpu"
+    """'cuda' or 'cpu': where this run's envs step (config.switches.env_device)."""
+    from duorl.config.switches import env_device
+
+    return env_device(cfg, resolve_device(cfg)).split(":")[0]
 
 
 def _check_resume_path(resume: str) -> None:

@@ -77,7 +77,7 @@ def make_vec_env(
 
     The mujoco backend runs on CPU threads and so needs device 'cpu'; mjwarp takes 'cuda[:i]' or
     'cpu' (warp's CPU device, slow, for tests). `compile`: torch.compile the step's tensor code
-    (config.validate.tick_compile_enabled resolves sim.tick_compile). `solver_early_exit`: mjwarp's
+    (config.switches.tick_compile_enabled resolves sim.tick_compile). `solver_early_exit`: mjwarp's
     solver loop stops once all worlds converged, inside a captured tick (solver_early_exit_enabled).
     """
     _check("sim.name", sim_cfg.name, SIMS)

@@ -7,7 +7,6 @@ lag is exactly one iteration and results do not depend on process timing.
 
 from __future__ import annotations
 
-import collections
 import os
 import signal
 import time
@@ -20,6 +19,7 @@ from torch import nn
 
 from duorl.envs.base import EnvSpec
 from duorl.runtime.collector import CollectorArgs, collector_main
+from duorl.runtime.coordination import RankCoordinator, RankLost, Solo
 from duorl.runtime.control import (
     COLLECTOR_FAILED,
     COLLECTOR_READY,
@@ -28,11 +28,11 @@ from duorl.runtime.control import (
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
     ControlBlock,
-    STAT_FIELDS,
     PeerDied,
     StopRequested,
     wait_until,
 )
+from duorl.runtime.iteration_metrics import IterationMetrics
 from duorl.runtime.replay import AgeBias, ReplayLayout, ReplayRing, ReplaySampler, readable_window
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import WeightBoard
@@ -71,31 +71,8 @@ class DuoSettings:
     max_wall_s: float | None = None
     # the last eval_envs envs act deterministically and are logged as Eval/* (runtime/tick.py)
     eval_envs: int = 0
-
-
-class EpisodeWindow:
-    """The most recent iterations' finished episodes, as few iterations as still hold at least
-    `min_episodes` of them: the mean episode return and length the log reports."""
-
-    def __init__(self, min_episodes: int) -> None:
-        self.min_episodes = min_episodes
-        self.rows: collections.deque[tuple[float, float, float]] = collections.deque()
-
-    def add(self, cstats: dict[str, float], prefix: str) -> None:
-        """One iteration's collector statistics; `prefix` picks the envs ("" exploring, "eval_")."""
-        if f"{prefix}episodes" not in cstats:
-            return
-        self.rows.append((cstats[f"{prefix}episodes"], cstats[f"{prefix}episode_return_sum"],
-                          cstats[f"{prefix}episode_length_sum"]))
-        while len(self.rows) > 1 and sum(r[0] for r in self.rows) - self.rows[0][0] >= self.min_episodes:
-            self.rows.popleft()
-
-    def means(self) -> tuple[float, float] | None:
-        """(mean return, mean length), None before the first finished episode."""
-        done = sum(r[0] for r in self.rows)
-        if done <= 0:
-            return None
-        return sum(r[1] for r in self.rows) / done, sum(r[2] for r in self.rows) / done
+    # debug: a NaN added to the losses of the first update of this learner iteration (-1 = never)
+    nan_loss_iteration: int = -1
 
 
 @dataclass
@@ -107,6 +84,11 @@ class ResumeState:
     collector: dict[str, Any] | None  # the collector's state at that boundary (None: fresh envs)
     replay: dict[str, torch.Tensor] | None  # the ring's tensors (None: refill replay after resume)
     replay_origin: int = 0  # the first tick the saved ring holds (an earlier resume without replay)
+
+
+class StartRefused(RuntimeError):
+    """A check that needs both processes running (e.g. CUDA MPS clients) refused the run: it ends at
+    once, as refused input rather than a failure during training."""
 
 
 class Reporter(Protocol):
@@ -123,7 +105,7 @@ class Reporter(Protocol):
 
 @dataclass
 class DuoResult:
-    status: str  # completed | interrupted | failed
+    status: str  # completed | interrupted | failed | refused
     iterations: int  # learner iterations finished
     env_steps: int
     wall_s: float
@@ -134,14 +116,16 @@ class DuoResult:
     graph: dict[str, Any] | None = None  # WholeCycleGraph.state() when the graph was enabled
     tick_graph_active: bool = False  # the collector reported a captured tick
     wall_limited: bool = False  # stopped early by max_wall_s
+    failed_part: str | None = None  # what failed: "collector" or "peer rank"
 
 
 class _StopFlag:
     """SIGINT/SIGTERM set a flag the loop checks at every wait and iteration boundary; a second
-    SIGINT interrupts at once."""
+    SIGINT interrupts at once (without peers: `second_sigint_interrupts`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, second_sigint_interrupts: bool = True) -> None:
         self.signal: int | None = None
+        self.second_sigint_interrupts = second_sigint_interrupts
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> "_StopFlag":
@@ -153,7 +137,7 @@ class _StopFlag:
         return self
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.signal is not None and signum == signal.SIGINT:
+        if self.signal is not None and signum == signal.SIGINT and self.second_sigint_interrupts:
             raise KeyboardInterrupt
         self.signal = signum
 
@@ -176,6 +160,7 @@ class Duo:
         reporter: Reporter,
         resume: ResumeState | None = None,
         on_collector_ready: Callable[[int], dict[str, Any]] | None = None,
+        coordinator: RankCoordinator | None = None,
     ) -> None:
         s = settings
         if s.buffer_size < 2 * s.env_steps_per_sync:
@@ -191,7 +176,9 @@ class Duo:
         self.reporter = reporter
         self.resume = resume
         # called once both processes hold their device context (MPS evidence); returns manifest entries
+        # or raises StartRefused
         self.on_collector_ready = on_collector_ready
+        self.coord: RankCoordinator = coordinator if coordinator is not None else Solo()
         self.device = torch.device(settings.device)
         self.process: mp.Process | None = None
         self._done_iterations = 0
@@ -208,6 +195,8 @@ class Duo:
         gen = torch.Generator(device=self.device)
         gen.manual_seed(s.replay_seed)
         self.sampler = ReplaySampler(self.ring, gen, check_window=s.check_replay_window, age_bias=s.replay_age_bias)
+        # before any capture: a captured graph reads the offsets from this buffer
+        self.loss_poison = self.learner.poison_losses(s.updates_per_step) if s.nan_loss_iteration >= 0 else None
         self.graph = None
         if s.whole_cycle_cuda_graph:
             from duorl.graphs import WholeCycleGraph
@@ -265,8 +254,11 @@ class Duo:
         self._done_iterations = start
         k = start
         status, error = "completed", None
+        failed_part: str | None = None
         last: dict[str, float] = {}
-        with _StopFlag() as stop:
+        # with peers, a second Ctrl-C is the launcher passing the first one on, not a user's "now"
+        with _StopFlag(second_sigint_interrupts=self.coord.local_stops) as stop:
+            self._wait_stop = stop if self.coord.local_stops else (lambda: False)
             try:
                 self.board.publish(self.learner.actor, start)
                 sync(self.device)
@@ -277,17 +269,22 @@ class Duo:
                     lambda: self.control.get(COLLECTOR_READY) == 1,
                     self._collector_alive,
                     "the learner waited for the collector to build its env",
-                    stop,
+                    self._wait_stop,
                 )
                 manifest = self._manifest()
                 if self.on_collector_ready is not None:
                     manifest.update(self.on_collector_ready(self.process.pid))
+                self.coord.barrier("every rank's collector built its env")
                 self.reporter.started(manifest)
                 last = self._loop(start, stop, t_start)
             except StopRequested:
                 status = "interrupted"
             except PeerDied as e:
-                status, error = "failed", str(e)
+                status, error, failed_part = "failed", str(e), "collector"
+            except RankLost as e:
+                status, error, failed_part = "failed", str(e), "peer rank"
+            except StartRefused as e:
+                status, error = "refused", str(e)
             except KeyboardInterrupt:
                 status = "interrupted"
             except BaseException as e:
@@ -299,7 +296,10 @@ class Duo:
         if status == "completed" and stop():
             status = "interrupted"
         env_steps = self.control.get(TICKS_WRITTEN) * s.num_envs
-        self.reporter.checkpoint(k, env_steps, final=True, runtime_state=self._runtime_state(k))
+        if status != "refused" and (status != "failed" or self.coord.world_size == 1):
+            # with peers the final checkpoint is gathered from every rank, so a rank that failed alone
+            # (its peers are elsewhere in the loop) keeps the last periodic one instead
+            self.reporter.checkpoint(k, env_steps, final=True, runtime_state=self._runtime_state(k))
         return DuoResult(
             status=status,
             iterations=k,
@@ -312,6 +312,7 @@ class Duo:
             graph=self.graph.state() if self.graph is not None else None,
             tick_graph_active=self.tick_graph_active,
             wall_limited=self.wall_limited,
+            failed_part=failed_part,
         )
 
     def _restore(self) -> int:
@@ -354,18 +355,14 @@ class Duo:
         s = self.s
         n, sps = s.num_envs, s.env_steps_per_sync
         timer = PhaseTimer(self.device)
-        episodes = EpisodeWindow(n - s.eval_envs)
-        eval_episodes = EpisodeWindow(s.eval_envs)
-        nan_resets = 0.0
-        last_log_wall, last_log_steps = time.perf_counter(), 0
-        iter_ms_sum, wait_ms_sum, publish_ms_sum, iters_in_log = 0.0, 0.0, 0.0, 0
+        metrics = IterationMetrics(n, s.eval_envs, sps, tuple(self.spec.metric_names), time.perf_counter())
         metrics_dev: dict[str, torch.Tensor] = {}
         last: dict[str, float] = {}
         for k in range(start, s.max_iterations):
-            if stop():
-                break
-            if s.max_wall_s is not None and time.perf_counter() - t_start >= s.max_wall_s:
-                self.wall_limited = True
+            wall = s.max_wall_s is not None and time.perf_counter() - t_start >= s.max_wall_s
+            verdict = self.coord.agree_stop(stop(), wall)
+            if verdict.stop:
+                self.wall_limited = verdict.wall_limited
                 break
             t_iter = time.perf_counter()
             hi = k * sps
@@ -373,7 +370,7 @@ class Duo:
                 lambda: self.control.get(TICKS_WRITTEN) >= hi,
                 self._collector_alive,
                 f"the learner waited for ticks < {hi} (iteration {k})",
-                stop,
+                self._wait_stop,
             )
             cstats = self.control.read_stats(k - 1) if k > start else None
             origin = self.replay_origin
@@ -385,9 +382,14 @@ class Duo:
             if hi - origin >= max(s.learning_starts, 1) and s.updates_per_step > 0:
                 lo, hi = readable_window(k, sps, s.buffer_size)
                 self.sampler.set_window(max(lo, origin), hi)
+                poisoned = self.loss_poison is not None and k == s.nan_loss_iteration
+                if poisoned:
+                    self.loss_poison[0] = float("nan")
                 with timer.phase("learner_train_ms"):
                     train = self.graph.train_iteration if self.graph is not None else self.learner.train_iteration
                     metrics_dev = train(self.sampler.sample, s.updates_per_step)
+                if poisoned:
+                    self.loss_poison.zero_()
             if s.learner_delay_ms > 0:
                 time.sleep(s.learner_delay_ms / 1e3)
             t_pub = time.perf_counter()
@@ -400,58 +402,23 @@ class Duo:
             self.control.set(WEIGHTS_VERSION, k + 1)
             t_end = time.perf_counter()
             self._done_iterations = k + 1
-            publish_ms_sum += (t_end - t_pub) * 1e3
-            iter_ms_sum += (t_end - t_iter) * 1e3
-            wait_ms_sum += waited * 1e3
-            iters_in_log += 1
-            if cstats is not None:
-                episodes.add(cstats, "")
-                eval_episodes.add(cstats, "eval_")
-                nan_resets += cstats["nan_resets"]
-                if cstats.get("collector_tick_graph") == 1.0:
-                    self.tick_graph_active = True
+            metrics.add((t_end - t_iter) * 1e3, waited * 1e3, (t_end - t_pub) * 1e3, cstats)
+            if cstats is not None and cstats.get("collector_tick_graph") == 1.0:
+                self.tick_graph_active = True
 
             if (k + 1) % s.log_interval == 0 or k == s.max_iterations - 1:
                 now = time.perf_counter()
                 env_steps = self.control.get(TICKS_WRITTEN) * n
-                m: dict[str, float] = {
-                    "Perf/iteration_ms": iter_ms_sum / iters_in_log,
-                    "Perf/learner_collector_wait_ms": wait_ms_sum / iters_in_log,
-                    "Perf/weight_publish_ms": publish_ms_sum / iters_in_log,
-                    "Perf/env_steps_per_s": (env_steps - last_log_steps) / max(now - last_log_wall, 1e-9),
-                }
-                train_ms = timer.collect().get("learner_train_ms")
-                if train_ms is not None:
-                    m["Perf/learner_train_ms"] = train_ms / iters_in_log
-                if cstats is not None:
-                    for key in STAT_FIELDS:
-                        if key.startswith("collector_") and key in cstats:
-                            m[f"Perf/{key}"] = cstats[key]
-                    m["Train/mean_reward"] = cstats["reward_sum"] / sps
-                    for i, name in enumerate(self.spec.metric_names):
-                        if f"task_metric_{i}" in cstats:
-                            m[f"Task/{name}"] = cstats[f"task_metric_{i}"] / sps
-                        if f"eval_task_metric_{i}" in cstats:
-                            m[f"Eval/{name}"] = cstats[f"eval_task_metric_{i}"] / sps
-                    m["Train/nan_resets"] = nan_resets
-                for prefix, window in (("Train", episodes), ("Eval", eval_episodes)):
-                    means = window.means()
-                    if means is not None:
-                        m[f"{prefix}/mean_episode_return"], m[f"{prefix}/mean_episode_length"] = means
-                for key, v in metrics_dev.items():
-                    m[key] = float(v)  # one sync per log, outside the update
+                m = metrics.row(env_steps, now, timer.collect().get("learner_train_ms"), metrics_dev)
                 self.reporter.log(k + 1, env_steps, now - t_start, m)
                 last = m
-                last_log_wall, last_log_steps = now, env_steps
-                iter_ms_sum = wait_ms_sum = publish_ms_sum = 0.0
-                iters_in_log = 0
             if (k + 1) % s.save_interval == 0 and k + 1 < s.max_iterations:
                 # the collector leaves its state at this boundary when it finishes iteration k
                 wait_until(
                     lambda: self.control.get(TICKS_WRITTEN) >= (k + 1) * sps,
                     self._collector_alive,
                     f"the learner waited for the collector's state at iteration {k + 1}",
-                    stop,
+                    self._wait_stop,
                 )
                 self.reporter.checkpoint(
                     k + 1, self.control.get(TICKS_WRITTEN) * n, final=False, runtime_state=self._runtime_state(k + 1)

@@ -43,16 +43,25 @@ class UnitLinear(nn.Module):
         return torch.bmm(x, self.weight.transpose(1, 2))  # [n, B, in] @ [n, in, out]
 
     @torch.no_grad()
-    def project_(self) -> None:
-        self.weight.copy_(F.normalize(self.weight, dim=-1, eps=1e-8))
+    def project_(self, apply: torch.Tensor | None = None) -> None:
+        _assign_(self.weight, F.normalize(self.weight, dim=-1, eps=1e-8), apply)
 
 
-def _rescale_(tensors: list[torch.Tensor], dim: int) -> None:
+def _assign_(t: torch.Tensor, new: torch.Tensor, apply: torch.Tensor | None) -> None:
+    """t = new, or (with `apply`, a 0-d device tensor) only where apply > 0: a skipped optimizer step
+    leaves the weights bitwise as they were, re-projection included."""
+    t.copy_(new if apply is None else torch.where(apply > 0, new, t))
+
+
+def _rescale_(tensors: list[torch.Tensor], dim: int, apply: torch.Tensor | None = None) -> None:
     """Scale the concatenation of `tensors` (same shape, features last) to norm sqrt(dim)."""
     sq = sum((t * t).sum(-1, keepdim=True) for t in tensors)
     factor = math.sqrt(dim) * torch.rsqrt(sq + 1e-8)
     for t in tensors:
-        t.mul_(factor)
+        if apply is None:
+            t.mul_(factor)
+        else:
+            _assign_(t, t * factor, apply)
 
 
 class UnitBatchNorm(nn.Module):
@@ -86,8 +95,8 @@ class UnitBatchNorm(nn.Module):
         return torch.addcmul(self.bias.unsqueeze(-2), y, self.weight.unsqueeze(-2))
 
     @torch.no_grad()
-    def project_(self) -> None:
-        _rescale_([self.weight, self.bias], self.dim)
+    def project_(self, apply: torch.Tensor | None = None) -> None:
+        _rescale_([self.weight, self.bias], self.dim, apply)
 
 
 class UnitRMSNorm(nn.Module):
@@ -103,8 +112,8 @@ class UnitRMSNorm(nn.Module):
         return x * torch.rsqrt(x.square().mean(-1, keepdim=True) + self.eps) * self.weight.unsqueeze(-2)
 
     @torch.no_grad()
-    def project_(self) -> None:
-        _rescale_([self.weight], self.dim)
+    def project_(self, apply: torch.Tensor | None = None) -> None:
+        _rescale_([self.weight], self.dim, apply)
 
 
 class Embedder(nn.Module):
@@ -165,7 +174,8 @@ def projected_layers(module: nn.Module) -> list[nn.Module]:
 
 
 @torch.no_grad()
-def project_unit_norm(module: nn.Module) -> None:
-    """Re-project every unit-norm layer of `module` (call after each optimizer step)."""
+def project_unit_norm(module: nn.Module, apply: torch.Tensor | None = None) -> None:
+    """Re-project every unit-norm layer of `module` (call after each optimizer step; with `apply`, only
+    when that step's verdict is 1)."""
     for m in projected_layers(module):
-        m.project_()
+        m.project_(apply)

@@ -14,8 +14,8 @@ One update (DESIGN.md §3 runs `num_updates` of them per learner iteration), in 
 After every optimizer step the updated network's weights are re-projected to unit norm (layers.py).
 Rewards are divided by the running scale of the discounted return (reward_scale.py).
 
-Graph-friendly like the SAC learner: no host reads, fixed shapes, device learning rates, capturable
-fused Adam on CUDA, gradients allocated once and zeroed in place, every random draw from
+Graph-friendly like the SAC learner: no host reads, fixed shapes, device learning rates, fused
+AdamW (capturable on CUDA), gradients allocated once and zeroed in place, every random draw from
 `self.generator`; the actor schedule follows the host counter `num_updates` (capture.py).
 """
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 METRIC_KEYS = (
     "Loss/critic", "Loss/actor", "Loss/alpha", "Policy/alpha", "Policy/entropy", "Policy/q_mean",
-    "Policy/reward_scale", "Policy/learning_rate",
+    "Policy/reward_scale", "Policy/learning_rate", "Train/skipped_updates",
 )
 _ACTOR_METRICS = ACTOR_METRICS
 
@@ -108,9 +108,9 @@ class FlashSACLearner(SACFamilyLearner):
         decay = cfg.lr_decay_updates or max(cfg.max_iterations * cfg.updates_per_step, 1)
         self.lr_schedule = WarmupCosine(cfg.lr_warmup_updates, decay, cfg.lr_end_ratio).to(self.device)
 
-        self.actor_optimizer = self._adam(self._actor_params, cfg.actor_lr)
-        self.critic_optimizer = self._adam(self._critic_params, cfg.critic_lr)
-        self.alpha_optimizer = self._adam([self.log_alpha], cfg.alpha_lr, weight_decay=0.0)
+        self.actor_optimizer = self._adamw(self._actor_params, cfg.actor_lr, cfg.weight_decay)
+        self.critic_optimizer = self._adamw(self._critic_params, cfg.critic_lr, cfg.weight_decay)
+        self.alpha_optimizer = self._adamw([self.log_alpha], cfg.alpha_lr, 0.0)
         self._lrs = [
             (self.actor_optimizer.param_groups[0]["lr"], cfg.actor_lr),
             (self.critic_optimizer.param_groups[0]["lr"], cfg.critic_lr),
@@ -121,15 +121,6 @@ class FlashSACLearner(SACFamilyLearner):
         self._project_critic = maybe_compile(self.critic.project_, self.compiled)
 
     # ------------------------------------------------------------------ construction helpers
-
-    def _adam(self, params: list[nn.Parameter], lr: float, weight_decay: float | None = None) -> torch.optim.AdamW:
-        kwargs: dict = dict(
-            lr=torch.tensor(lr, device=self.device),
-            weight_decay=self.cfg.weight_decay if weight_decay is None else weight_decay,
-        )
-        if self.device.type == "cuda":
-            kwargs.update(fused=True, capturable=True)
-        return torch.optim.AdamW(params, **kwargs)
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         if self.cfg.use_autocast and self.device.type == "cuda":
@@ -150,7 +141,7 @@ class FlashSACLearner(SACFamilyLearner):
     def observe_rewards(self, reward: torch.Tensor, done: torch.Tensor) -> None:
         """Rewards and done flags of the new ticks, [T, num_envs], oldest first."""
         if self.cfg.normalize_reward:
-            self.reward_scale.observe(reward.to(self.device), done.to(self.device))
+            self.reward_scale.observe(reward.to(self.device), done.to(self.device), self._stats_gather())
 
     def train_iteration(self, sample: SampleFn, num_updates: int) -> dict[str, torch.Tensor]:
         critic_loss_sum = torch.zeros((), device=self.device)
@@ -159,7 +150,8 @@ class FlashSACLearner(SACFamilyLearner):
         actor_updates = 0
         lr_factor = torch.ones((), device=self.device)
         scale = self.reward_scale.scale() if self.cfg.normalize_reward else torch.ones((), device=self.device)
-        for _ in range(num_updates):
+        for u in range(num_updates):
+            self._update_index = u
             batch = self._augmented(sample(self.cfg.batch_size))
             lr_factor = self.lr_schedule.apply_(self._lrs)
             obs_critic = self._normalize_critic_obs(batch.obs_critic)
@@ -168,13 +160,14 @@ class FlashSACLearner(SACFamilyLearner):
                 for k, v in zip(_ACTOR_METRICS, self._update_actor_and_alpha(batch, obs_critic)):
                     actor_sums[k] += v
                 actor_updates += 1
-            critic_loss, q_mean = self._update_critic(batch, batch.reward / scale, obs_critic, next_obs_critic)
+            critic_loss, q_mean, critic_ok = self._update_critic(batch, batch.reward / scale, obs_critic, next_obs_critic)
             critic_loss_sum += critic_loss
             q_mean_sum += q_mean
-            self._update_targets()
+            self._update_targets(critic_ok)
             self.lr_schedule.advance_()
             self.num_updates += 1
 
+        self.grad_sync.average_buffers()
         if actor_updates:
             for k in _ACTOR_METRICS:
                 self._last_actor_metrics[k].copy_(actor_sums[k] / actor_updates)
@@ -184,6 +177,7 @@ class FlashSACLearner(SACFamilyLearner):
         metrics["Policy/alpha"] = self.log_alpha.detach().exp()
         metrics["Policy/reward_scale"] = scale.clone()
         metrics["Policy/learning_rate"] = (lr_factor * self.cfg.critic_lr).float()
+        metrics["Train/skipped_updates"] = self.skipped_updates.clone()
         return {k: metrics[k] for k in METRIC_KEYS}
 
     def _extra_state(self) -> dict:
@@ -221,17 +215,17 @@ class FlashSACLearner(SACFamilyLearner):
             q = self.critic.expected_value(logits.float().softmax(-1))  # [2, B]
             alpha = self.log_alpha.detach().exp()
             actor_loss = (alpha * log_prob - torch.minimum(q[0], q[1])).mean()
-            self._optimizer_step(self.actor_optimizer, self._actor_params, actor_loss)
-        self._project_actor()
+            actor_ok = self._optimizer_step(self.actor_optimizer, "actor", actor_loss)
+        self._project_actor(actor_ok)
 
         entropy = -log_prob.detach().mean()
         alpha_loss = self.log_alpha.exp() * (entropy - self.target_entropy)
-        self._optimizer_step(self.alpha_optimizer, [self.log_alpha], alpha_loss)
+        self._optimizer_step(self.alpha_optimizer, "alpha", alpha_loss)
         return actor_loss.detach(), alpha_loss.detach(), entropy
 
     def _update_critic(
         self, batch: Batch, reward: torch.Tensor, obs_critic: torch.Tensor, next_obs_critic: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         b = reward.shape[0]
         obs_all = torch.cat([obs_critic, next_obs_critic], dim=0)
         with torch.no_grad():
@@ -253,8 +247,9 @@ class FlashSACLearner(SACFamilyLearner):
             logits = self._critic_fn(obs_all, act_all, training=True)[:, :b]
         log_probs = logits.float().log_softmax(-1)
         loss = -(target * log_probs).sum(-1).mean()
-        self._optimizer_step(self.critic_optimizer, self._critic_params, loss)
-        self._project_critic()
+        critic_ok = self._optimizer_step(self.critic_optimizer, "critic", loss)
+        self._project_critic(critic_ok)
+        self._count_skip(critic_ok)
         q_mean = self.critic.expected_value(log_probs.detach().exp()).mean()
-        return loss.detach(), q_mean
+        return loss.detach(), q_mean, critic_ok
 

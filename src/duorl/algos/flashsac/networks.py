@@ -93,8 +93,8 @@ class FlashSACActor(nn.Module):
     def load_exploration_state(self, state: dict[str, torch.Tensor]) -> None:
         self.held_noise.load_state(state)
 
-    def project_(self) -> None:
-        project_unit_norm(self)
+    def project_(self, apply: torch.Tensor | None = None) -> None:
+        project_unit_norm(self, apply)
 
 
 class FlashSACCritic(CategoricalSupportMixin, nn.Module):
@@ -129,8 +129,8 @@ class FlashSACCritic(CategoricalSupportMixin, nn.Module):
         h = self.trunk(x.unsqueeze(0).expand(self.num_members, -1, -1), training)
         return self.head(h).float() + self.head_bias.unsqueeze(1)
 
-    def project_(self) -> None:
-        project_unit_norm(self)
+    def project_(self, apply: torch.Tensor | None = None) -> None:
+        project_unit_norm(self, apply)
 
 
 def target_entropy_from_std(std: float, action_dim: int) -> float:

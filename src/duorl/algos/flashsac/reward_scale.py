@@ -15,6 +15,8 @@ between iterations); `scale()` only reads them, so a captured iteration picks up
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import nn
 
@@ -31,10 +33,16 @@ class ReturnScale(nn.Module):
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
     @torch.no_grad()
-    def observe(self, reward: torch.Tensor, done: torch.Tensor) -> None:
-        """Rewards and done flags of consecutive ticks, [T, num_envs] each, oldest first."""
+    def observe(self, reward: torch.Tensor, done: torch.Tensor,
+                gather: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
+        """Rewards and done flags of consecutive ticks, [T, num_envs] each, oldest first. With `gather`
+        (a synchronizer's: rows of every rank in rank order) the envs of every rank are followed, in
+        rank order, so all ranks hold the same statistics."""
         reward = reward.reshape(-1, reward.shape[-1]).to(self.mean.dtype)
         done = done.reshape(reward.shape).to(self.mean.dtype)
+        if gather is not None:
+            both = gather(torch.stack((reward, done)).transpose(0, 2).contiguous())  # [ranks * envs, T, 2]
+            reward, done = both.transpose(0, 2).unbind(0)
         if self.returns.shape != reward.shape[1:]:
             self.returns = torch.zeros(reward.shape[1:], device=self.mean.device)
         for r, d in zip(reward, done):

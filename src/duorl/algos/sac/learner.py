@@ -9,7 +9,7 @@ One update (DESIGN.md §3 runs `num_updates` of them per learner iteration):
 
 Graph-friendly by construction (a later issue captures a whole iteration in one CUDA graph): no
 `.item()` or other host reads, no Python branch on a tensor value, fixed shapes, learning rates as
-device tensors (fused, capturable AdamW on CUDA), gradients allocated once and zeroed in place, and
+device tensors (fused AdamW, capturable on CUDA), gradients allocated once and zeroed in place, and
 every random draw from one dedicated `torch.Generator` (register it with the graph). The actor
 schedule follows the Python counter `num_updates`, which a capture advances once and replays do not:
 capture with num_updates % policy_frequency == 0 so every replay has the same schedule, and keep the
@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # envs/ may grow heavy imports (warp, mujoco); only the type 
 # FastSAC's Adam betas: a shorter second-moment memory than the default 0.999 follows the fast-moving
 # critic targets of high update-to-data training.
 ADAM_BETAS = (0.9, 0.95)
-METRIC_KEYS = ("Loss/critic", "Loss/actor", "Loss/alpha", "Policy/alpha", "Policy/entropy", "Policy/q_mean")
+METRIC_KEYS = ("Loss/critic", "Loss/actor", "Loss/alpha", "Policy/alpha", "Policy/entropy", "Policy/q_mean",
+               "Train/skipped_updates")
 _ACTOR_METRICS = ACTOR_METRICS
 
 
@@ -72,25 +73,15 @@ class SACLearner(SACFamilyLearner):
         self._build_models(cfg, spec, device, seed, build_actor, build_critic)
         self.actor: TanhGaussianActor
         self.target_entropy = float(cfg.target_entropy_scale) * spec.action_dim
-        self.actor_optimizer = self._adamw(self._actor_params, cfg.actor_lr, cfg.weight_decay)
-        self.critic_optimizer = self._adamw(self._critic_params, cfg.critic_lr, cfg.weight_decay)
+        self.actor_optimizer = self._adamw(self._actor_params, cfg.actor_lr, cfg.weight_decay, ADAM_BETAS)
+        self.critic_optimizer = self._adamw(self._critic_params, cfg.critic_lr, cfg.weight_decay, ADAM_BETAS)
         # no weight decay on log_alpha: decoupled decay would drag alpha toward 1 regardless of entropy
-        self.alpha_optimizer = self._adamw([self.log_alpha], cfg.alpha_lr, 0.0)
+        self.alpha_optimizer = self._adamw([self.log_alpha], cfg.alpha_lr, 0.0, ADAM_BETAS)
         self._finish_build(seed)
         self._critic_target = maybe_compile(self._critic_target_eager, self.compiled)
         self._critic_loss = maybe_compile(self._critic_loss_eager, self.compiled)
 
     # ------------------------------------------------------------------ construction helpers
-
-    def _adamw(self, params: list[nn.Parameter], lr: float, weight_decay: float) -> torch.optim.AdamW:
-        # lr as a device tensor: a schedule can fill_() it without recapturing a graph
-        kwargs: dict = dict(lr=torch.tensor(lr, device=self.device), betas=ADAM_BETAS, weight_decay=weight_decay)
-        if self.device.type == "cuda":
-            # fused: one kernel per step, step counters on the device (no host sync), and an
-            # on-device skip through `found_inf` for the later NaN guard; capturable: allowed in a
-            # CUDA graph capture
-            kwargs.update(fused=True, capturable=True)
-        return torch.optim.AdamW(params, **kwargs)
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         if self.cfg.use_autocast and self.device.type == "cuda":
@@ -112,20 +103,22 @@ class SACLearner(SACFamilyLearner):
         q_mean_sum = torch.zeros((), device=self.device)
         actor_sums = {k: torch.zeros((), device=self.device) for k in _ACTOR_METRICS}
         actor_updates = 0
-        for _ in range(num_updates):
+        for u in range(num_updates):
+            self._update_index = u
             batch = self._augmented(sample(self.cfg.batch_size))
             obs_critic = self._normalize_critic_obs(batch.obs_critic)
             next_obs_critic = self._normalize_critic_obs(batch.next_obs_critic)
-            critic_loss, q_mean = self._update_critic(batch, obs_critic, next_obs_critic)
+            critic_loss, q_mean, critic_ok = self._update_critic(batch, obs_critic, next_obs_critic)
             critic_loss_sum += critic_loss
             q_mean_sum += q_mean
             if self._actor_due():
                 for k, v in zip(_ACTOR_METRICS, self._update_actor_and_alpha(batch, obs_critic)):
                     actor_sums[k] += v
                 actor_updates += 1
-            self._update_targets()
+            self._update_targets(critic_ok)
             self.num_updates += 1
 
+        self.grad_sync.average_buffers()
         if actor_updates:
             for k in _ACTOR_METRICS:
                 self._last_actor_metrics[k].copy_(actor_sums[k] / actor_updates)
@@ -133,6 +126,7 @@ class SACLearner(SACFamilyLearner):
         metrics["Loss/critic"] = critic_loss_sum / max(num_updates, 1)
         metrics["Policy/q_mean"] = q_mean_sum / max(num_updates, 1)
         metrics["Policy/alpha"] = self.log_alpha.detach().exp()
+        metrics["Train/skipped_updates"] = self.skipped_updates.clone()
         return {k: metrics[k] for k in METRIC_KEYS}
 
     # ------------------------------------------------------------------ one update
@@ -149,14 +143,15 @@ class SACLearner(SACFamilyLearner):
 
     def _update_critic(
         self, batch: Batch, obs_critic: torch.Tensor, next_obs_critic: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         with torch.no_grad():
             with self._autocast():
                 next_action, next_log_prob = self._sample(batch.next_obs_actor)
             target = self._critic_target(next_obs_critic, next_action, next_log_prob, batch.reward, batch.terminated)
         loss, q_mean = self._critic_loss(obs_critic, batch.action, target)
-        self._optimizer_step(self.critic_optimizer, self._critic_params, loss)
-        return loss.detach(), q_mean
+        critic_ok = self._optimizer_step(self.critic_optimizer, "critic", loss)
+        self._count_skip(critic_ok)
+        return loss.detach(), q_mean, critic_ok
 
     @torch.no_grad()
     def _critic_target_eager(self, next_obs_critic: torch.Tensor, next_action: torch.Tensor,
@@ -196,10 +191,10 @@ class SACLearner(SACFamilyLearner):
             q = self.critic.expected_value(logits.float().softmax(-1))  # [2, B]
             alpha = self.log_alpha.detach().exp()
             actor_loss = (alpha * log_prob - torch.minimum(q[0], q[1])).mean()
-            self._optimizer_step(self.actor_optimizer, self._actor_params, actor_loss)
+            self._optimizer_step(self.actor_optimizer, "actor", actor_loss)
 
         log_prob = log_prob.detach()
         alpha_loss = -(self.log_alpha.exp() * (log_prob + self.target_entropy)).mean()
-        self._optimizer_step(self.alpha_optimizer, [self.log_alpha], alpha_loss, clip=False)
+        self._optimizer_step(self.alpha_optimizer, "alpha", alpha_loss, clip=False)
         return actor_loss.detach(), alpha_loss.detach(), -log_prob.mean()
 

@@ -6,6 +6,8 @@ touched by an optimizer, and can be updated in place inside a CUDA graph.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import nn
 
@@ -28,11 +30,22 @@ class RunningObsNormalizer(nn.Module):
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
-        """Merge a batch x [N, dim] into the running statistics."""
-        x = x.reshape(-1, self.mean.shape[0]).to(self.mean.dtype)
+    def update(self, x: torch.Tensor, gather: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
+        """Merge a batch x [N, dim] into the running statistics. With `gather` (a synchronizer's: every
+        rank's rows in rank order), every rank's batch statistics are merged in rank order, so all ranks
+        hold the same statistics (every rank's N is the same)."""
+        dim = self.mean.shape[0]
+        x = x.reshape(-1, dim).to(self.mean.dtype)
         n_batch = x.shape[0]
         batch_var, batch_mean = torch.var_mean(x, dim=0, unbiased=False)
+        if gather is None:
+            self._merge(n_batch, batch_mean, batch_var)
+            return
+        stats = gather(torch.cat((batch_mean, batch_var)).unsqueeze(0))
+        for row in stats:
+            self._merge(n_batch, row[:dim], row[dim:])
+
+    def _merge(self, n_batch: int, batch_mean: torch.Tensor, batch_var: torch.Tensor) -> None:
         total = self.count + n_batch
         # fraction of the merged sample that the new batch represents ([] tensor, no host sync)
         w = (n_batch / total).to(self.mean.dtype)

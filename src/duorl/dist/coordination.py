@@ -1,0 +1,102 @@
+"""The runtime's RankCoordinator and Reporter under data parallel (DESIGN.md §4).
+
+`DataParallelCoordinator` makes every rank stop at the same iteration boundary (one small gloo
+all-reduce per iteration). `RankReporter` stands in every rank's loop where the run directory stands
+without peers: it reduces each metric row over the ranks and gathers the manifests and checkpoint
+states to rank 0, which alone holds the run directory and writes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Callable
+
+from duorl.dist.group import DistContext
+from duorl.runtime.coordination import StopVerdict
+
+# metrics reduced by summing over ranks (everything else is averaged)
+SUMMED = ("Perf/env_steps_per_s",)
+# metrics whose slowest rank and spread over ranks are kept too (per-rank jitter)
+JITTER = ("Perf/iteration_ms", "Perf/learner_train_ms", "Perf/collector_iteration_ms")
+
+
+class DataParallelCoordinator:
+    local_stops = False
+
+    def __init__(self, ctx: DistContext) -> None:
+        self.ctx = ctx
+        self.rank, self.world_size = ctx.rank, ctx.world_size
+
+    def agree_stop(self, stop_requested: bool, wall_limited: bool) -> StopVerdict:
+        stop, wall = self.ctx.any_true([stop_requested, wall_limited], "agreeing on the next iteration boundary")
+        return StopVerdict(stop or wall, wall)
+
+    def barrier(self, what: str) -> None:
+        self.ctx.barrier(f"waiting until {what}")
+
+
+def reduce_rows(rows: list[dict[str, float]], extra: dict[str, float] | None = None) -> dict[str, float]:
+    """One metric row from every rank's row: summed throughput, averaged everything else, and for the
+    timings the slowest rank (`..._max`) and the spread between slowest and fastest (`..._spread`)."""
+    out: dict[str, float] = {}
+    keys: list[str] = []
+    for row in rows:
+        keys += [k for k in row if k not in keys]
+    for k in keys:
+        values = [row[k] for row in rows if k in row]
+        out[k] = sum(values) if k in SUMMED else statistics.fmean(values)
+        if k in JITTER:
+            out[f"{k}_max"] = max(values)
+            out[f"{k}_spread"] = max(values) - min(values)
+    out.update(extra or {})
+    return out
+
+
+class RankReporter:
+    """A Reporter on every rank; rank 0 forwards to the run directory (`inner`), others to nothing."""
+
+    def __init__(self, ctx: DistContext, inner: Any | None, grad_sync_ms: Callable[[], float | None],
+                 rank_record: dict[str, Any]) -> None:
+        if (inner is None) != (ctx.rank != 0):
+            raise ValueError("rank 0 and only rank 0 holds the run directory")
+        self.ctx, self.inner = ctx, inner
+        self.grad_sync_ms = grad_sync_ms  # this rank's Perf/dp_grad_sync_ms since the last row
+        self.rank_record = rank_record  # rank, host, local rank, device UUID
+
+    def started(self, manifest: dict[str, Any]) -> None:
+        record = {**self.rank_record, "learner_pid": manifest.get("learner_pid"),
+                  "collector_pid": manifest.get("collector_pid")}
+        manifests = self.ctx.gather_to_zero({**manifest, "rank_record": record}, "gathering every rank's manifest")
+        if self.inner is not None:
+            assert manifests is not None
+            self.inner.started(merge_manifests(manifests))
+
+    def log(self, iteration: int, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None:
+        row = dict(metrics)
+        ms = self.grad_sync_ms()
+        if ms is not None:
+            row["Perf/dp_grad_sync_ms"] = ms
+        rows = self.ctx.all_gather((row, env_steps), "reducing a metric row")
+        if self.inner is not None:
+            total_steps = sum(steps for _, steps in rows)
+            self.inner.log(iteration, total_steps, wall_s, reduce_rows([r for r, _ in rows]))
+
+    def checkpoint(self, iteration: int, env_steps: int, final: bool, runtime_state: dict[str, Any]) -> None:
+        states = self.ctx.gather_to_zero((runtime_state, env_steps), f"gathering the checkpoint at iteration {iteration}")
+        if self.inner is not None:
+            assert states is not None
+            per_rank = [s for s, _ in states]
+            merged = {"world_size": self.ctx.world_size, "ranks": per_rank,
+                      "replay_bytes": sum(s["replay_bytes"] for s in per_rank)}
+            self.inner.checkpoint(iteration, sum(steps for _, steps in states), final, merged)
+        # nobody runs ahead while rank 0 writes (a later collective would count the write against
+        # the short in-loop timeout)
+        self.ctx.barrier(f"waiting for rank 0 to write the checkpoint at iteration {iteration}")
+
+
+def merge_manifests(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rank 0's manifest with `ranks`: one record per rank (host, local rank, device UUID, PIDs)."""
+    out = dict(manifests[0])
+    out["ranks"] = [m.get("rank_record", {}) for m in manifests]
+    out.pop("rank_record", None)
+    return out

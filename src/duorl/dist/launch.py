@@ -1,0 +1,226 @@
+"""Starting the ranks of a data-parallel run, and what a rank learns about itself (DESIGN.md §4).
+
+Launching is PyTorch's job: `duorl train ... training.devices=[0,1]` hands the very same command line
+to `torch.distributed.launcher` (the engine behind `torchrun`), which starts one worker per entry,
+watches them and ends all of them when one fails. `torchrun --nproc-per-node=N -m duorl train ...`
+(also multi-node, with c10d rendezvous) starts the same workers. Each worker is a rank: it narrows
+CUDA_VISIBLE_DEVICES to its one entry before CUDA initialises and uses cuda:0, and its collector
+inherits that. A failing rank records why in torchelastic's error file, so the launcher names the
+rank, its host and the part that failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from duorl.config.devices import KEY as DEVICES_KEY
+from duorl.config.devices import RANK_DEVICE_ENV, entry_kind
+from duorl.config.errors import ConfigError
+
+# the launcher's shutdown grace: a rank asked to stop has this long for its final checkpoint
+SHUTDOWN_GRACE_S = 20
+
+
+@dataclass(frozen=True)
+class RankEnv:
+    """What torchrun / the elastic launcher tells a worker about its place in the run."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+    node_rank: int
+    run_id: str
+
+    @property
+    def host(self) -> str:
+        return platform.node()
+
+
+def rank_env(environ: dict[str, str] | None = None) -> RankEnv | None:
+    """This process's RankEnv when a torch elastic agent started it, else None."""
+    env = os.environ if environ is None else environ
+    needed = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+    if not all(k in env for k in needed):
+        return None
+    local_world = int(env.get("LOCAL_WORLD_SIZE", env["WORLD_SIZE"]))
+    return RankEnv(
+        rank=int(env["RANK"]),
+        world_size=int(env["WORLD_SIZE"]),
+        local_rank=int(env["LOCAL_RANK"]),
+        local_world_size=local_world,
+        node_rank=int(env.get("GROUP_RANK", "0")),
+        run_id=env.get("TORCHELASTIC_RUN_ID", ""),
+    )
+
+
+def rank_device_entry(devices: Sequence[Any] | None, sim: str, renv: RankEnv, gpus_visible: int) -> Any:
+    """This rank's entry of training.devices: the list is per node, one entry per local rank. With
+    `null`, local rank r takes CUDA ordinal r when the sim can use CUDA (mjwarp) and GPUs are visible,
+    else the CPU."""
+    if devices is None:
+        if sim == "mjwarp" and gpus_visible > renv.local_rank:
+            return renv.local_rank
+        return "cpu"
+    if len(devices) != renv.local_world_size:
+        raise ConfigError(
+            DEVICES_KEY, list(devices),
+            f"lists {len(devices)} device(s) but this node runs {renv.local_world_size} rank(s) (one entry per local rank)",
+            f"{renv.local_world_size} entries", f"give one device per rank, or start {len(devices)} ranks per node",
+        )
+    return devices[renv.local_rank]
+
+
+def narrow_visible_devices(entry: Any) -> str:
+    """Narrow CUDA_VISIBLE_DEVICES to `entry` (call before CUDA initialises); returns the torch device
+    this rank uses. An ordinal counts within the CUDA_VISIBLE_DEVICES the rank was started with."""
+    kind = entry_kind(entry)
+    if kind == "cpu":
+        # the CPU rank and its collector never open a CUDA context by accident
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        device = "cpu"
+    else:
+        if kind == "ordinal":
+            n = int(str(entry).split(":")[-1])
+            parent = [e.strip() for e in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if e.strip()]
+            if "CUDA_VISIBLE_DEVICES" in os.environ and n >= len(parent):
+                raise ConfigError(DEVICES_KEY, entry, f"CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r} "
+                                  f"holds {len(parent)} device(s)", f"ordinals 0..{len(parent) - 1}",
+                                  "pick ordinals within CUDA_VISIBLE_DEVICES, or unset it")
+            visible = parent[n] if parent else str(n)
+        else:  # a GPU UUID or a MIG id selects itself
+            visible = str(entry)
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible
+        device = "cuda:0"
+    os.environ[RANK_DEVICE_ENV] = device
+    return device
+
+
+def nvml_gpu_count() -> int:
+    """GPUs visible to this process, counted without initialising CUDA (NVML); 0 without a driver."""
+    try:
+        import torch
+
+        n = torch.cuda._device_count_nvml()
+    except Exception:  # noqa: BLE001 - no NVML, no GPU
+        return 0
+    return max(int(n), 0)
+
+
+# ------------------------------------------------------------------------------------------- errors
+
+
+def record_rank_failure(message: str, part: str, secondary: bool = False) -> None:
+    """Write this rank's failure into torchelastic's error file (when a launcher gave one), where the
+    launcher and torchrun read it. `secondary`: the rank failed only because a peer rank was lost."""
+    path = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if not path:
+        return
+    data = {"message": {"message": message, "extraInfo": {
+        "timestamp": str(int(time.time())), "duorl_part": part, "duorl_secondary": secondary,
+        "host": platform.node(), "pid": os.getpid(),
+    }}}
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(data))
+    except OSError:
+        pass  # the message is on stderr too
+
+
+@dataclass(frozen=True)
+class RankFailure:
+    rank: int
+    exitcode: int
+    message: str
+    secondary: bool
+    signal: str | None
+
+
+def summarize_failures(failures: dict[int, Any]) -> tuple[str, int]:
+    """One message naming the rank(s) whose own failure ended the run, and the launcher's exit code
+    (2 when every failed rank refused its input, else 1)."""
+    rows: list[RankFailure] = []
+    for rank, f in sorted(failures.items()):
+        info = (f.error_file_data or {}).get("message", {}) if isinstance(f.error_file_data, dict) else {}
+        extra = info.get("extraInfo", {}) if isinstance(info, dict) else {}
+        own = isinstance(info, dict) and "duorl_part" in extra
+        if own:
+            msg = str(info.get("message", "")).strip()
+        elif f.exitcode < 0:
+            msg = f"rank {rank}: the learner (pid {f.pid}) was killed by signal {f.signal_name()}"
+        else:
+            msg = f"rank {rank}: the learner (pid {f.pid}) exited with code {f.exitcode} (no duorl error recorded)"
+        sig = f.signal_name() if f.exitcode < 0 else None
+        rows.append(RankFailure(rank, f.exitcode, msg, bool(extra.get("duorl_secondary", False)) if own else False, sig))
+    primary = [r for r in rows if not r.secondary] or rows
+    code = 2 if all(r.exitcode == 2 for r in primary) else 1
+    lines = [r.message for r in primary]
+    others = [r for r in rows if r not in primary]
+    if others:
+        lines.append(f"(ranks {', '.join(str(r.rank) for r in others)} stopped because a peer rank was lost)")
+    return "\n".join(lines), code
+
+
+# ----------------------------------------------------------------------------------------- launcher
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def launch(argv: Sequence[str], nprocs: int, run_dir: str | None = None) -> int:
+    """Run `python -m duorl <argv>` as `nprocs` ranks on this host through torch's elastic launcher;
+    returns the run's exit code (0 completed or cleanly interrupted, 1 failed, 2 refused)."""
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    config = LaunchConfig(
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=nprocs,
+        run_id=f"duorl-{uuid.uuid4().hex[:12]}",
+        rdzv_backend="c10d",
+        rdzv_endpoint=f"127.0.0.1:{_free_port()}",
+        max_restarts=0,  # a failed rank ends the run: restarting would hide it
+        monitor_interval=0.2,
+        logs_specs=DefaultLogsSpecs(),
+        shutdown_timeout=SHUTDOWN_GRACE_S,
+    )
+    print(f"duorl: data parallel: starting {nprocs} ranks on this host (torch.distributed.launcher)", flush=True)
+    try:
+        elastic_launch(config, sys.executable)("-m", "duorl", *argv)
+    except ChildFailedError as e:
+        message, code = summarize_failures(e.failures)
+        print(f"duorl: error: the data-parallel run failed:\n{message}", file=sys.stderr, flush=True)
+        return code
+    except SignalException as e:
+        # the launcher passed the signal on and every rank stopped at one boundary with a final
+        # checkpoint, unless one had to be killed: the run summary says which
+        return _after_signal(e.sigval.name, run_dir)
+    return 0
+
+
+def _after_signal(signal_name: str, run_dir: str | None) -> int:
+    status = None
+    if run_dir is not None:
+        try:
+            status = json.loads((Path(run_dir) / "run_summary.json").read_text()).get("status")
+        except (OSError, ValueError):
+            status = None
+    if status in ("interrupted", "completed"):
+        print(f"duorl: {signal_name}: every rank stopped cleanly ({status})", file=sys.stderr, flush=True)
+        return 0
+    print(f"duorl: {signal_name}: the ranks were stopped (run status: {status or 'unknown'})", file=sys.stderr, flush=True)
+    return 1

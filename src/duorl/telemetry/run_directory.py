@@ -1,0 +1,107 @@
+"""The run directory (DESIGN.md §8): the Reporter of one run, which writes its metrics, progress,
+checkpoints and summary. Under data parallel only rank 0 holds one."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from duorl.config.load import config_hash, config_to_dict
+from duorl.config.schema import Config
+
+
+def default_run_dir(cfg: Config) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{cfg.task.name}-{cfg.algo.name}-{stamp}"
+
+
+class RunDirectory:
+    """The Reporter of one run: metrics, progress, checkpoints and the summary (DESIGN.md §8)."""
+
+    def __init__(self, cfg: Config, run_dir: Path, learner: Any, device: torch.device) -> None:
+        from duorl.telemetry.progress import ProgressLine
+        from duorl.telemetry.writers import MetricsWriter
+
+        self.cfg = cfg
+        self.path = run_dir
+        self.learner = learner
+        self.device = device
+        self.metrics = MetricsWriter(run_dir)
+        self.progress = ProgressLine(cfg.algo.max_iterations, enabled=cfg.training.progress)
+        self.manifest: dict[str, Any] = {}
+        self.last: dict[str, float] = {}
+        self.checkpoints: list[str] = []
+        self.total_env_steps: int | None = None  # the latest count logged or checkpointed (all ranks)
+
+    def started(self, manifest: dict[str, Any]) -> None:
+        self.manifest.update(manifest)
+        self._write_summary("running", 0, 0, 0.0)
+
+    def log(self, iteration: int, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None:
+        self.metrics.write(iteration, env_steps, wall_s, metrics)
+        self.total_env_steps = env_steps
+        self.last = metrics
+        ret = metrics.get("Train/mean_episode_return")
+        parts = [f"{metrics.get('Perf/env_steps_per_s', 0):,.0f} steps/s", f"{metrics['Perf/iteration_ms']:.1f} ms/it"]
+        if ret is not None:
+            parts.append(f"return {ret:.1f}")
+        self.progress.update(iteration, "  ".join(parts))
+
+    def checkpoint(self, iteration: int, env_steps: int, final: bool, runtime_state: dict[str, Any]) -> None:
+        from duorl.runtime.checkpoint import save_checkpoint
+
+        # a data-parallel checkpoint holds every rank's runtime state under "ranks"
+        ranks = runtime_state.get("ranks") or [runtime_state]
+        header = {
+            "config_hash": config_hash(self.cfg),
+            "algo": self.cfg.algo.name,
+            "task": self.cfg.task.name,
+            "env_steps": env_steps,
+            "world_size": len(ranks),
+            "collector_state": all(r.get("collector") is not None for r in ranks),
+            "replay": all(r.get("replay") is not None for r in ranks),
+        }
+        payload = {
+            "learner": self.learner.state_dict(),
+            # the policy alone, whatever the algorithm: what play and export need
+            "policy": self.learner.actor.state_dict(),
+            "runtime": runtime_state,
+            "config": config_to_dict(self.cfg),
+        }
+        path = save_checkpoint(self.path / "checkpoints", iteration, payload, header, final=final)
+        self.total_env_steps = env_steps
+        self.checkpoints.append(path.name)
+        if header["replay"]:
+            self.manifest["checkpoint_replay_bytes"] = runtime_state["replay_bytes"]
+
+    def _write_summary(self, status: str, iterations: int, env_steps: int, wall_s: float, **extra: Any) -> None:
+        from duorl.telemetry.summary import write_json_atomic
+
+        summary = {
+            "status": status,
+            "algo": self.cfg.algo.name,
+            "task": self.cfg.task.name,
+            "sim": self.cfg.sim.name,
+            "iterations": iterations,
+            "max_iterations": self.cfg.algo.max_iterations,
+            "env_steps": env_steps,
+            "wall_s": round(wall_s, 3),
+            "final_metrics": self.last,
+            "checkpoints": self.checkpoints,
+            "runtime_manifest": self.manifest,
+            **extra,
+        }
+        write_json_atomic(self.path / "run_summary.json", summary)
+
+    def finish(self, status: str, iterations: int, env_steps: int, wall_s: float, **extra: Any) -> None:
+        from duorl.telemetry.plots import plot_learning_curves
+
+        self.progress.close()
+        self.metrics.close()
+        png = plot_learning_curves(self.path)
+        if png is not None:
+            extra["plots"] = [str(png.relative_to(self.path))]
+        self._write_summary(status, iterations, env_steps, wall_s, **extra)
