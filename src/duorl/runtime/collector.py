@@ -23,6 +23,7 @@ from duorl.runtime.control import (
     FINAL_BOUNDARY,
     COLLECTOR_READY,
     STOP,
+    STOP_REQUESTED,
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
     ControlBlock,
@@ -82,9 +83,12 @@ def _die_with_parent() -> None:
 def collector_main(args: CollectorArgs) -> None:
     """Entry point of the spawned process."""
     _die_with_parent()
-    # Ctrl-C reaches the whole process group; the learner owns shutdown and tells us through STOP
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     control = args.control
+    # Ctrl-C reaches the whole process group; the learner owns shutdown and tells us through STOP.
+    # A SIGTERM (e.g. torch's launcher stopping the rank's process group) asks the learner for the
+    # same clean stop instead of killing the collector under it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: control.set(STOP_REQUESTED, 1))
     control.set(COLLECTOR_PID, os.getpid())
     try:
         _run(args)

@@ -26,7 +26,8 @@ COLLECTOR_FAILED = 4  # collector: 1 = it raised; message in the error buffer
 COLLECTOR_PHASE = 5  # collector: what it is doing (a Phase value), for error messages
 COLLECTOR_PID = 6
 FINAL_BOUNDARY = 7  # learner: the iteration boundary of the final checkpoint (set before STOP)
-N_SLOTS = 8
+STOP_REQUESTED = 8  # collector: a SIGTERM reached it; the learner stops the run cleanly
+N_SLOTS = 9
 
 # collector statistics, one row per iteration parity (iteration k writes row k % 2)
 STAT_FIELDS = (

@@ -25,6 +25,7 @@ from duorl.runtime.control import (
     COLLECTOR_READY,
     FINAL_BOUNDARY,
     STOP,
+    STOP_REQUESTED,
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
     ControlBlock,
@@ -123,9 +124,10 @@ class _StopFlag:
     """SIGINT/SIGTERM set a flag the loop checks at every wait and iteration boundary; a second
     SIGINT interrupts at once (without peers: `second_sigint_interrupts`)."""
 
-    def __init__(self, second_sigint_interrupts: bool = True) -> None:
+    def __init__(self, second_sigint_interrupts: bool = True, requested: Callable[[], bool] = lambda: False) -> None:
         self.signal: int | None = None
         self.second_sigint_interrupts = second_sigint_interrupts
+        self.requested = requested  # a stop asked for elsewhere (the collector got a SIGTERM)
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> "_StopFlag":
@@ -142,7 +144,7 @@ class _StopFlag:
         self.signal = signum
 
     def __call__(self) -> bool:
-        return self.signal is not None
+        return self.signal is not None or self.requested()
 
     def __exit__(self, *exc: Any) -> None:
         for sig, old in self._old.items():
@@ -257,7 +259,8 @@ class Duo:
         failed_part: str | None = None
         last: dict[str, float] = {}
         # with peers, a second Ctrl-C is the launcher passing the first one on, not a user's "now"
-        with _StopFlag(second_sigint_interrupts=self.coord.local_stops) as stop:
+        with _StopFlag(second_sigint_interrupts=self.coord.local_stops,
+                       requested=lambda: self.control.get(STOP_REQUESTED) == 1) as stop:
             self._wait_stop = stop if self.coord.local_stops else (lambda: False)
             try:
                 self.board.publish(self.learner.actor, start)
