@@ -146,6 +146,10 @@ def train(cfg: Config) -> int:
     from duorl.telemetry.summary import device_record, host_record, package_versions, write_json_atomic
 
     t0 = time.perf_counter()
+    from duorl.envs.motion.load import check_motion_file  # a clip that cannot be used fails here, first
+
+    for warning in check_motion_file(cfg.task):
+        print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
     device = torch.device(resolve_device(cfg))
     tr, algo = cfg.training, cfg.algo
     mps = _probe_mps(cfg, device)  # fails closed before anything is built
