@@ -200,6 +200,11 @@ class G1MotionTracking(G1TaskBase):
         self._reset_actions(mask)
         return qpos, qvel
 
+    def reference_qpos(self, env: int = 0) -> torch.Tensor:
+        """[nq] the clip's state at env's current frame (root pose, joints): what play draws."""
+        k = self.frame[env]
+        return torch.cat((self.ref_pos[k, ROOT], self.ref_quat[k, ROOT], self.ref_joint_pos[k]))
+
     def apply_action(self, actions: torch.Tensor, policy_actions: Optional[torch.Tensor] = None) -> torch.Tensor:
         self.frame.add_(1).clamp_(max=self.clip_frames - 1)  # the frame this action should reach
         return super().apply_action(actions, policy_actions)
