@@ -30,6 +30,7 @@ from duorl.envs.motion.trajectory import Trajectory, quat_angle, quat_conj, quat
 CONTROL_FPS = 1.0 / (g1.SUBSTEPS * g1.PHYSICS_DT)  # the tracking task resamples every clip to this
 QUAT_NORM_WARN, QUAT_NORM_ERROR = 1e-3, 0.1
 JOINT_LIMIT_WARN, JOINT_LIMIT_ERROR = 0.02, 0.5  # rad beyond the hard range
+MANY_BEYOND, MANY_BEYOND_RAD = 3, 0.1  # so many joints so far beyond: the columns are not these joints
 BODY_POS_WARN, BODY_POS_ERROR = 0.02, 0.05  # m, stored body position vs forward kinematics
 BODY_ORI_WARN, BODY_ORI_ERROR = 0.1, 0.3  # rad
 JOINT_VEL_WARN, LIN_VEL_WARN, ANG_VEL_WARN = 0.2, 0.1, 0.2  # mean disagreement with finite differences
@@ -191,9 +192,11 @@ class ClipChecker:
         k, j = np.unravel_index(int(np.argmax(beyond)), beyond.shape)
         worst = float(beyond[k, j])
         where = f"{self.kin.joint_names[j]} is {s.joint_pos[k, j]:.3f} rad at frame {k} (limits [{lo[j]:.3f}, {hi[j]:.3f}])"
-        if worst > JOINT_LIMIT_ERROR:
-            return [error(s.joint_field, f"{where}: {worst:.3f} rad beyond", "joint columns in another order, or a clip "
-                          "of another robot", "match joints by name (joint_names / a header row) or retarget to the G1")]
+        many = [self.kin.joint_names[i] for i in np.flatnonzero(beyond.max(axis=0) > MANY_BEYOND_RAD)]
+        if worst > JOINT_LIMIT_ERROR or len(many) >= MANY_BEYOND:
+            also = f"; {len(many)} joints beyond by > {MANY_BEYOND_RAD} rad ({', '.join(many[:4])})" if len(many) > 1 else ""
+            return [error(s.joint_field, f"{where}: {worst:.3f} rad beyond{also}", "joint columns in another order, or a "
+                          "clip of another robot", "match joints by name (joint_names / a header row) or retarget to the G1")]
         if worst > JOINT_LIMIT_WARN:
             return [warning(s.joint_field, f"{where}: {worst:.3f} rad beyond; the robot stops at its limit",
                             "a retargeter that ignores the limits")]
