@@ -24,13 +24,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from duorl.envs.motion.trajectory import frame_blend, nlerp
+from duorl.envs.motion.trajectory import Timed, frame_blend, nlerp
 
 ARRAYS = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")
 
 
 @dataclass(frozen=True)
-class MotionClip:
+class MotionClip(Timed):
     fps: float
     joint_pos: np.ndarray
     joint_vel: np.ndarray
@@ -40,14 +40,6 @@ class MotionClip:
     body_ang_vel_w: np.ndarray
     body_names: Optional[tuple[str, ...]] = None
     joint_names: Optional[tuple[str, ...]] = None
-
-    @property
-    def num_frames(self) -> int:
-        return int(self.joint_pos.shape[0])
-
-    @property
-    def duration(self) -> float:
-        return (self.num_frames - 1) / self.fps
 
     def validate(self, source: str = "clip") -> "MotionClip":
         t, j = self.joint_pos.shape if self.joint_pos.ndim == 2 else (-1, -1)

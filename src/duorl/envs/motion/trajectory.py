@@ -13,12 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass(frozen=True)
-class Trajectory:
+class Timed:
+    """Frame count and duration of anything with fps and a [T, ...] joint_pos."""
+
     fps: float
-    root_pos: np.ndarray  # [T, 3] pelvis (free joint) position in the world (m)
-    root_quat: np.ndarray  # [T, 4] pelvis orientation (w, x, y, z), unit
-    joint_pos: np.ndarray  # [T, J] hinge angles (rad) in the model's joint order
+    joint_pos: np.ndarray
 
     @property
     def num_frames(self) -> int:
@@ -27,6 +26,14 @@ class Trajectory:
     @property
     def duration(self) -> float:
         return (self.num_frames - 1) / self.fps
+
+
+@dataclass(frozen=True)
+class Trajectory(Timed):
+    fps: float
+    root_pos: np.ndarray  # [T, 3] pelvis (free joint) position in the world (m)
+    root_quat: np.ndarray  # [T, 4] pelvis orientation (w, x, y, z), unit
+    joint_pos: np.ndarray  # [T, J] hinge angles (rad) in the model's joint order
 
     def qpos(self) -> np.ndarray:
         """[T, 7 + J]: MuJoCo's qpos of the free-floating robot."""
