@@ -37,6 +37,20 @@ def write_canonical(path: Path, a: dict[str, np.ndarray], names: bool = True, pe
     return path
 
 
+def write_isaac_lab(path: Path, a: dict[str, np.ndarray], kin: ClipKinematics) -> Path:
+    """A BeyondMimic / whole_body_tracking export: canonical arrays in Isaac Lab's breadth-first joint
+    and body order, without names."""
+    from duorl.envs.motion.checks import isaac_lab_order
+
+    joints, bodies = isaac_lab_order(kin)
+    out = {k: v for k, v in a.items() if k != "body_names"}
+    out["joint_pos"], out["joint_vel"] = a["joint_pos"][:, joints], a["joint_vel"][:, joints]
+    out.update({k: a[k][:, bodies] for k in BODY})
+    with open(path, "wb") as f:
+        np.savez(f, **out)
+    return path
+
+
 def write_holosoma(path: Path, a: dict[str, np.ndarray], permute: bool = True) -> Path:
     """holosoma's layout: root in joint_pos[:, :7] (w, x, y, z) and joint_vel[:, :6] (world frame),
     body arrays of its own model with 'world' first, joint and body names."""

@@ -17,7 +17,9 @@ from duorl.envs.motion.formats import read_motion
 from duorl.envs.motion.load import check_motion_file, inspect_motion
 from duorl.envs.motion.synth import synthesize
 
-from .motion_files import canonical_arrays, lively_clip, write_canonical, write_csv, write_holosoma
+from duorl.envs.motion.fk import ClipKinematics
+
+from .motion_files import canonical_arrays, lively_clip, write_canonical, write_csv, write_holosoma, write_isaac_lab
 
 TRACK = "g1_motion_tracking"
 
@@ -50,6 +52,7 @@ def findings(path, model, **kw):
 WRITERS = {
     "canonical": lambda p, a: write_canonical(p / "c.npz", a, permute=True),
     "canonical-unnamed": lambda p, a: write_canonical(p / "u.npz", a, names=False),
+    "canonical-isaaclab": lambda p, a: write_isaac_lab(p / "i.npz", a, ClipKinematics(g1.load())),
     "holosoma": lambda p, a: write_holosoma(p / "h.npz", a),
     "csv": lambda p, a: write_csv(p / "l.csv", a),
     "csv-header": lambda p, a: write_csv(p / "n.csv", a, header=True),
@@ -64,7 +67,11 @@ def test_each_format_round_trips_through_import(layout, arrays, model, tmp_path,
     out = tmp_path / "out.npz"
     extra = ["--fps", "50"] if fmt == "csv" else []
     assert cli.main(["motion", "import", str(src), str(out), *extra]) == 0
-    assert "wrote" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "wrote" in captured.out
+    # the Isaac Lab order is recognised (and said); every other layout reads without a word
+    assert ("Isaac Lab's breadth-first" in captured.err) == (layout == "canonical-isaaclab")
+    assert ("warning" in captured.err) == (layout == "canonical-isaaclab")
     back = load_clip(out)
     assert back.fps == 50.0 and back.joint_names == g1.JOINT_NAMES
     for k in ARRAYS:  # the synthetic clip is at rest at frame 0 by construction; differences start there

@@ -65,6 +65,20 @@ def action_scales(joint_range: np.ndarray) -> dict[str, np.ndarray]:
             "joint_limits": np.maximum(np.abs(joint_range[:, 0] - q0), np.abs(joint_range[:, 1] - q0))}
 
 
+def isaac_lab_order(kin: ClipKinematics) -> tuple[np.ndarray, np.ndarray]:
+    """Isaac Lab's joint and body order for the model: breadth-first over the body tree (by depth,
+    then the model's order), which is how it lists an articulation's links and joints. Returns, for
+    each Isaac Lab column, the model's joint index (into kin.joint_names) and body index (kin.body_names)."""
+    m = kin.model
+    depth = np.zeros(m.nbody, dtype=int)
+    for b in range(1, m.nbody):  # parents come before children in MuJoCo's body order
+        depth[b] = depth[m.body_parentid[b]] + 1
+    bodies = sorted(range(1, m.nbody), key=lambda b: (depth[b], b))
+    body_of = {name: int(m.joint(name).bodyid[0]) for name in kin.joint_names}
+    joints = sorted(range(len(kin.joint_names)), key=lambda j: (depth[body_of[kin.joint_names[j]]], body_of[kin.joint_names[j]]))
+    return np.array(joints), np.array(bodies) - 1
+
+
 def _runs(mask: np.ndarray) -> tuple[int, int]:
     """(length, start) of the longest run of True."""
     best, start, run = 0, 0, 0
@@ -185,6 +199,27 @@ class ClipChecker:
                           f"orientation misplaces {basis} by {given:.3g} m (median); read as {spell[other]} by {swapped:.3g} m",
                           f"quaternions stored {spell[other]}", f"write them {spell[s.quat_order]}")]
         return []
+
+    def _unnamed_order(self, s: SourceMotion, traj: Trajectory) -> tuple[SourceMotion, list[Finding]]:
+        """A canonical file without names whose bodies do not fit the model's order but fit Isaac
+        Lab's (BeyondMimic / whole_body_tracking exports): reordered, with a warning."""
+        b = s.bodies
+        if s.format != "canonical" or s.joint_names_given or b is None or not b.order_assumed:
+            return s, []
+        as_is = self._body_error(s, traj)
+        if as_is < BODY_POS_WARN:
+            return s, []
+        joints, bodies = isaac_lab_order(self.kin)
+        jm, bm = np.argsort(joints), np.argsort(bodies)  # file column -> model index, inverted
+        take = lambda a: None if a is None else a[:, bm]  # noqa: E731
+        other = replace(s, joint_pos=s.joint_pos[:, jm], joint_vel=None if s.joint_vel is None else s.joint_vel[:, jm],
+                        bodies=replace(b, pos=b.pos[:, bm], quat=b.quat[:, bm], lin_vel=take(b.lin_vel), ang_vel=take(b.ang_vel)))
+        if self._body_error(other, replace(traj, joint_pos=other.joint_pos)) < BODY_POS_WARN:
+            return other, [warning("joint_pos/body_pos_w", f"no names, and the columns fit Isaac Lab's breadth-first joint and "
+                                   f"body order (stored bodies {as_is:.3g} m off in the model's order), not the model's; reordered",
+                                   "an Isaac Lab (BeyondMimic / whole_body_tracking) export",
+                                   "add joint_names and body_names to be sure")]
+        return s, []
 
     def _joint_limits(self, s: SourceMotion) -> list[Finding]:
         lo, hi = self.joint_range[:, 0], self.joint_range[:, 1]
@@ -329,6 +364,10 @@ class ClipChecker:
                 return rep, None
         quat = s.root_quat / np.linalg.norm(s.root_quat, axis=1, keepdims=True)
         traj = Trajectory(float(s.fps), s.root_pos, quat, s.joint_pos)
+        s, found = self._unnamed_order(s, traj)
+        rep.findings += found
+        rep.source = s
+        traj = replace(traj, joint_pos=s.joint_pos)
         rep.trajectory = traj
         rep.stats["duration_s"] = traj.duration
         rep.findings += self._quat_order(s, traj)

@@ -13,8 +13,8 @@
                    (30 fps, theirs, unless --fps says otherwise); an optional header row naming
                    the columns (joints matched by the names of the last J).
 Joints are matched to the model by name wherever the file names them ("_joint" suffix optional),
-else taken in the model's order. Bodies are compared by name; 'world' and bodies the model lacks
-are ignored.
+else taken in the model's order (checks.py recognises Isaac Lab's order in unnamed canonical files).
+Bodies are compared by name; 'world' and bodies the model lacks are ignored.
 """
 
 from __future__ import annotations
