@@ -127,6 +127,8 @@ MISTAKES = [
      "error", "has 23 joint columns, the G1 model has 29"),
     ("joint order scrambled, no bodies", lambda p, a, b: write_csv(p / "x.csv", mutate(a, joint_pos=a["joint_pos"][:, ::-1])),
      "error", "joint columns in another order"),
+    ("zero joint_vel stored", lambda p, a, b: write_canonical(p / "x.npz", mutate(a, joint_vel=0 * a["joint_vel"])),
+     "warning", "stored rates disagree with finite differences of joint_pos"),
     ("stored body velocities off", lambda p, a, b: write_canonical(p / "x.npz", mutate(a, body_lin_vel_w=a["body_lin_vel_w"] + 0.4)),
      "warning", "stored body velocities disagree with the poses by 0.693 m/s"),
     ("body-frame root rate", lambda p, a, b: write_holosoma(p / "x.npz", _body_frame_root_rate(b[3.0])),

@@ -171,7 +171,7 @@ def _joints(data: dict, raw: np.ndarray, vel: Optional[np.ndarray], model_joints
         if raw.shape[1] != len(model_joints):
             raise MotionFileError("", [error(
                 field_name, f"has {raw.shape[1]} joint columns, the G1 model has {len(model_joints)}",
-                "a clip of another robot or G1 variant (23 DoF, or with hand joints)",
+                "a clip of another robot or G1 variant (23 DoF, or with hand joints), or an extra column (a frame index)",
                 "retarget to the 29-DoF G1, or add joint_names so joints are matched by name")])
         return raw, vel, False, []
     if len(names) != raw.shape[1]:
@@ -245,7 +245,10 @@ def read_csv(path: Path, fps: Optional[float], model_joints: Sequence[str]) -> S
     if raw.ndim != 2 or len(widths) != 1:
         raise MotionFileError(str(path), [error("(rows)", f"rows have different numbers of columns ({sorted(widths)})")])
     cols = raw.shape[1]
-    data = {"joint_names": np.array(header[7:])} if header is not None and len(header) == cols else {}
+    if header is not None and len(header) != cols:
+        raise MotionFileError(str(path), [error("(header)", f"names {len(header)} columns, the rows have {cols}",
+                                                "a header of another file or a broken export")])
+    data = {"joint_names": np.array(header[7:])} if header is not None else {}
     joints, _, given, notes = _joints(data, raw[:, 7:], None, model_joints, f"columns 8-{cols}")
     if fps is None:
         notes = notes + [warning("fps", f"not stated by a .csv: {CSV_DEFAULT_FPS:g} fps assumed (the LAFAN1 retargets' "
