@@ -120,6 +120,23 @@ def test_clip_end_truncates_and_straying_terminates():
     _, _, te, tr, info = env.step(torch.zeros(3, 29))
     assert tr.tolist() == [True, False, False] and te.tolist() == [False, False, True]
     assert info["episode_length"][0] == 1
+    # the diagnostics say how each episode ended (per env: end_clip, end_deviation)
+    assert info["metrics"][:, 2:].tolist() == [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]]
+
+
+def test_tracking_errors_are_zero_on_the_clip_and_measured_off_it():
+    env = cpu_env(G1MotionTracking(randomize=False, reset_noise=False), 2, seed=0)
+    env.reset()
+    task = env.task
+    assert task.spec.metric_names == ("body_pos_error", "anchor_pos_error", "end_clip", "end_deviation")
+    put_robot_on_clip(env, torch.tensor([100, 300]))
+    m = task.metrics(env.backend)
+    assert m[:, :2].abs().max() < 1e-5 and (m[:, 2:] == 0).all()
+    qpos = env.backend.qpos.clone()
+    qpos[1, 2] += 0.1  # env 1 10 cm above the clip: the anchor is off by 0.1, re-anchored bodies by less
+    env.backend.reset_envs(torch.tensor([False, True]), qpos, env.backend.qvel.clone())
+    m = task.metrics(env.backend)
+    assert m[1, 1] == pytest.approx(0.1, abs=1e-5) and 0.0 < m[1, 0] <= 0.1 + 1e-5 and m[0, 1] < 1e-5
 
 
 def test_a_retargeted_clip_file_loads(tmp_path):

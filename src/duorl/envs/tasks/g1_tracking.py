@@ -35,6 +35,14 @@ Reward per step, weight * term * control dt (the published terms and widths):
                    include the reference's own angle (following the clip is never penalised)
 Terminations: anchor height off by > 0.25 m, anchor tilt differing by > 0.8 (projected gravity z),
 or an end effector (ankles, wrists) off in height by > 0.25 m.
+
+Diagnostics (Task/<name>, Eval/<name> with training.eval_envs; per step, mean over envs):
+  body_pos_error    mean tracked-body position error (m), bodies re-anchored as in body_pos
+  anchor_pos_error  torso position error in the world (m)
+  end_clip          1 where an episode ends at the clip's end this step (not by a deviation)
+  end_deviation     1 where it ends by a deviation termination
+so end_clip / (end_clip + end_deviation) is the share of episode ends that reached the clip's end
+(for clips up to the 10 s episode limit, which ends longer ones without a flag).
 """
 
 from __future__ import annotations
@@ -65,6 +73,7 @@ ROOT = TRACKED_BODIES.index(g1.ROOT_BODY)
 END_EFFECTORS = [TRACKED_BODIES.index(b) for b in
                  ("left_ankle_roll_link", "right_ankle_roll_link", "left_wrist_yaw_link", "right_wrist_yaw_link")]
 NB = len(TRACKED_BODIES)
+METRIC_NAMES = ("body_pos_error", "anchor_pos_error", "end_clip", "end_deviation")
 NJ = g1.NUM_JOINTS
 ACTOR_OBS = 2 * NJ + 3 + 6 + 3 + 3 + 3 * NJ  # 160
 CRITIC_OBS = 2 * NJ + 3 + 6 + 3 * NB + 6 * NB + 3 + 3 + 3 * NJ  # 286
@@ -132,7 +141,7 @@ class G1MotionTracking(G1TaskBase):
         self.motion_file = motion_file
         self.reset_noise = reset_noise
         self.spec = EnvSpec(task=NAME, actor_obs_dim=ACTOR_OBS, critic_obs_dim=CRITIC_OBS, action_dim=NJ,
-                            max_episode_steps=steps, control_dt=self.control_dt)
+                            max_episode_steps=steps, control_dt=self.control_dt, metric_names=METRIC_NAMES)
 
     def load_clip(self) -> MotionClip:
         """The clip at the control rate. A file goes through motion/load.py (any supported format,
@@ -277,6 +286,17 @@ class G1MotionTracking(G1TaskBase):
         """Summed excursion beyond the soft limits (90% of each joint's range), widened at frame k
         to wherever the reference itself is."""
         return (self._soft_lo[k] - qj).clamp_min(0.0).sum(dim=1) + (qj - self._soft_hi[k]).clamp_min(0.0).sum(dim=1)
+
+    def metrics(self, sim) -> torch.Tensor:
+        """[N, 4] the diagnostics of the module docstring, in METRIC_NAMES order (post-step state)."""
+        qpos, _ = self._state(sim)
+        f = self._fk(qpos)
+        rel_pos, _ = self.reference_bodies(self.frame, f.pos, f.quat)
+        deviation = self._terminated(f)
+        end_clip = self.truncated(sim) & ~deviation
+        return torch.stack(((rel_pos - f.pos).norm(dim=-1).mean(dim=1),
+                            (self.ref_pos[self.frame, ANCHOR] - f.pos[:, ANCHOR]).norm(dim=-1),
+                            end_clip.float(), deviation.float()), dim=1)
 
     def _weighted(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
         total = torch.zeros_like(terms["anchor_pos"])
