@@ -39,6 +39,7 @@ MAX_ROOT_SPEED = 8.0  # m/s, 99th percentile: faster than a sprint
 PENETRATION_WARN, PENETRATION_ERROR = 0.01, 0.05  # m below the floor
 FLOAT_HEIGHT, FLOAT_SECONDS = 0.05, 1.0  # the lowest point above this for longer than any jump
 ROOT_HEIGHT_RANGE = (0.05, 1.5)  # m, a pelvis over flat ground
+ROOT_POS_FIELD = {"canonical": "body_pos_w[:, 'pelvis']", "holosoma": "joint_pos[:, 0:3]", "csv": "columns 1-3"}
 HAND_BODIES = ("left_wrist_yaw_link", "right_wrist_yaw_link")
 
 
@@ -100,12 +101,11 @@ class ClipChecker:
     # -- one check each ------------------------------------------------------------------------
     def _basics(self, s: SourceMotion) -> list[Finding]:
         out = []
-        for name, a, fld in (("root position", s.root_pos, "root_pos"), ("root quaternion", s.root_quat, s.root_quat_field),
-                             ("joint angles", s.joint_pos, s.joint_field)):
+        for name, a, fld in (("root position", s.root_pos, ROOT_POS_FIELD[s.format]),
+                             ("root quaternion", s.root_quat, s.root_quat_field), ("joint angles", s.joint_pos, s.joint_field)):
             bad = np.flatnonzero(~np.isfinite(a).all(axis=1))
             if len(bad):
-                out.append(error(fld if fld != "root_pos" else s.root_quat_field.replace("quat", "pos"),
-                                 f"{name} not finite at {len(bad)} frames (first {bad[0]})", "a broken export"))
+                out.append(error(fld, f"{name} not finite at {len(bad)} frames (first {bad[0]})", "a broken export"))
         if s.num_frames < 2:
             out.append(error(s.joint_field, f"{s.num_frames} frame(s); a clip needs at least 2"))
         if not np.isfinite(s.fps) or s.fps <= 0:
@@ -138,7 +138,7 @@ class ClipChecker:
         z = float(np.median(s.root_pos[:, 2]))
         lo, hi = ROOT_HEIGHT_RANGE
         if not lo <= z <= hi:
-            fld = "root position z" if s.format != "canonical" else "body_pos_w[:, pelvis, 2]"
+            fld = f"{ROOT_POS_FIELD[s.format]} (z)"
             for unit, factor in (("centimetres", 100.0), ("millimetres", 1000.0)):
                 if lo <= z / factor <= hi:
                     out.append(error(fld, f"the pelvis is {z:.4g} m above the floor (median), expected {lo} to {hi} m",
