@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     motion = sub.add_parser("motion", help="reference motion clips",
                             description="Reference motion clips for g1_motion_tracking.")
-    motion_sub = motion.add_subparsers(dest="motion_command", metavar="{synth}")
+    motion_sub = motion.add_subparsers(dest="motion_command", metavar="{synth,import,inspect}")
     synth = motion_sub.add_parser(
         "synth", help="write the synthetic G1 clip",
         description="Write a physically sensible G1 clip (feet planted, joints in range, smooth, consistent "
@@ -115,6 +115,33 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--seconds", type=float, default=10.0, help="duration (default: 10)")
     synth.add_argument("--fps", type=float, default=50.0, help="frames per second (default: 50)")
     synth.add_argument("--robot-xml", default=None, metavar="PATH", help="G1 model file (default: the usual lookup)")
+    def clip_source(p: argparse.ArgumentParser, metavar: str) -> None:  # what import and inspect read
+        p.add_argument("src", metavar=metavar, help="the clip file")
+        p.add_argument("--format", default=None, choices=("canonical", "holosoma", "csv"),
+                       help="canonical, holosoma, csv (default: detected)")
+        p.add_argument("--fps", type=float, default=None,
+                       help="the source's frame rate (overrides the file's; a .csv has none: 30 if not given)")
+        p.add_argument("--robot-xml", default=None, metavar="PATH", help="G1 model file (default: the usual lookup)")
+
+    imp = motion_sub.add_parser(
+        "import", help="convert a retargeted clip to the canonical .npz",
+        description="Read a G1 clip (canonical .npz, holosoma .npz, mjlab/LAFAN1 .csv), check it, and write the "
+                    "canonical .npz: joints in model order, body arrays by forward kinematics on duorl's G1, "
+                    "velocities by finite differences. Errors name the field and the likely cause (docs/motion.md).",
+    )
+    clip_source(imp, "SRC")
+    imp.add_argument("out", metavar="OUT.npz", help="output file")
+    imp.add_argument("--out-fps", type=float, default=None, help="resample the output (default: the source's rate)")
+    insp = motion_sub.add_parser(
+        "inspect", help="report on a clip: ranges, floor contact, consistency, problems",
+        description="Frames, fps, duration, joint ranges against the limits, floor penetration and foot heights, "
+                    "the consistency of stored arrays with the poses, the action reach and every check's finding; "
+                    "exit 2 if the clip cannot be used.",
+    )
+    clip_source(insp, "CLIP")
+    insp.add_argument("--plot", default=None, metavar="OUT.png", help="also draw root path, heights and joints")
+    insp.add_argument("--action-range", default="joint_limits", choices=("pd", "joint_limits"),
+                      help="warn if this task.action_range cannot reach a frame (default: joint_limits)")
 
     bench = sub.add_parser("bench", help="benchmarks", description="Benchmarks that print (and write) JSON.")
     bench_sub = bench.add_subparsers(dest="bench_command", metavar="{learner,collector,mps}")
@@ -272,6 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from duorl.envs.motion.synth import synth_command
 
         return synth_command(args.out, args.seconds, args.fps, args.robot_xml)
+    if args.command == "motion" and args.motion_command == "import":
+        from duorl.envs.motion.commands import import_command
+
+        return import_command(args.src, args.out, args.format, args.fps, args.out_fps, args.robot_xml)
+    if args.command == "motion" and args.motion_command == "inspect":
+        from duorl.envs.motion.commands import inspect_command
+
+        return inspect_command(args.src, args.format, args.fps, args.plot, args.robot_xml, args.action_range)
     if args.command == "bench" and args.bench_command == "mps":
         from duorl.bench.mps_matrix import bench_mps_main
 

@@ -97,9 +97,15 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.telemetry.summary import device_record, host_record, package_versions, write_json_atomic
 
     t0 = time.perf_counter()
+    from duorl.envs.motion.load import check_motion_file
+
     tr, algo = cfg.training, cfg.algo
     rank, world = (ctx.rank, ctx.world_size) if ctx is not None else (0, 1)
     lead = rank == 0
+    # a clip that cannot be used fails here, first (every rank's collector reads it)
+    for warning in check_motion_file(cfg.task):
+        if lead:
+            print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
     switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None)
 
     def agree(problem: str | None, what: str) -> None:

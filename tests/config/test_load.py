@@ -45,7 +45,8 @@ def test_shipped_g1_walk_defaults() -> None:
     """g1_walk_flat ships the settings that walked on the H200 (benchmarks/..._15min_low_entropy/): the
     published FastSAC G1 action range, a target entropy of -2.0 per action dimension for sac and a target
     std of 0.03 for flashsac and warpsac, which also run 50000 iterations;
-    the tracking task keeps the pd range, and a command-line override still wins."""
+    the tracking task uses the same range (issue 22: under pd real clips need |action| up to 4-6), and a
+    command-line override still wins."""
     sac = load_config(ALGO, "g1_walk_flat", "mujoco", [])
     assert sac.task.action_range == "joint_limits" and sac.algo.target_entropy_scale == -2.0
     assert sac.algo.use_symmetry is True and sac.task.penalty_curriculum is None  # the task's own (ppo)
@@ -57,7 +58,7 @@ def test_shipped_g1_walk_defaults() -> None:
     assert track.target_entropy_std == 0.15
     for name in ("sac", "flashsac", "warpsac"):  # a G1 run must not end after seconds of a GPU
         assert load_config(name, "g1_motion_tracking", "mujoco", []).algo.max_iterations == 400000
-    assert load_config(ALGO, "g1_motion_tracking", "mujoco", []).task.action_range == "pd"
+    assert load_config(ALGO, "g1_motion_tracking", "mujoco", []).task.action_range == "joint_limits"
     pd = load_config(ALGO, "g1_walk_flat", "mujoco", ["task.action_range=pd", "algo.target_entropy_scale=0"])
     assert pd.task.action_range == "pd" and pd.algo.target_entropy_scale == 0.0
 
