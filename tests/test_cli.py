@@ -225,3 +225,14 @@ def test_config_refuses_an_unknown_key_with_close_matches(capsys: pytest.Capture
     assert main(["config", "algo.bach_size=5"]) == 2
     err = capsys.readouterr().err
     assert "algo.batch_size" in err and "duorl config --keys" in err and err.count("\n") == 1
+
+
+def test_wandb_without_the_extra_is_refused_before_training(
+    monkeypatch: pytest.MonkeyPatch, fake_train: list[Config], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import duorl.config.extras as extras
+
+    monkeypatch.setattr(extras, "wandb_installed", lambda: False)
+    assert main(["train", "training.wandb=true"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'duorl[wandb]'" in err and fake_train == []
