@@ -2,7 +2,7 @@
 
 W&B is an optional extra that CI does not install (about 100 MB and 11 s more per fresh install, for one
 feature): these tests put a small fake `wandb` package on sys.path that records what duorl calls. The real
-package's offline mode was checked by hand (see docs/wandb.md)."""
+package's offline mode was checked by hand (docs/guide.md, Weights & Biases)."""
 
 from __future__ import annotations
 
