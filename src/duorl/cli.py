@@ -78,14 +78,17 @@ def _add_config(sub: Any) -> None:
     config.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides, as for train")
 
 
+def _group(sub: Any, name: str, summary: str, description: str, dest: str, metavar: str = "ACTION") -> Any:
+    """A command made of sub-commands (`duorl mps start`): its own help page, and the sub-parsers action."""
+    group = sub.add_parser(name, help=summary, description=description)
+    return group.add_subparsers(dest=dest, metavar=metavar, title=f"{metavar.lower()}s")
+
+
 def _add_mps(sub: Any) -> None:
-    mps = sub.add_parser(
-        "mps", help="manage a CUDA MPS daemon duorl owns",
-        description="A CUDA MPS control daemon in directories duorl owns (~/.cache/duorl/mps/NAME, or "
-                    "$DUORL_MPS_HOME/NAME), for training.cuda_process_sharing=mps (docs/mps.md). duorl never "
-                    "changes GPU settings and stops only daemons it started.",
-    )
-    mps_sub = mps.add_subparsers(dest="mps_command", metavar="ACTION", title="actions")
+    mps_sub = _group(sub, "mps", "manage a CUDA MPS daemon duorl owns",
+                     "A CUDA MPS control daemon in directories duorl owns (~/.cache/duorl/mps/NAME, or "
+                     "$DUORL_MPS_HOME/NAME), for training.cuda_process_sharing=mps (docs/mps.md). duorl never "
+                     "changes GPU settings and stops only daemons it started.", "mps_command")
     actions = {
         "start": ("start a daemon for the one visible GPU",
                   "Start nvidia-cuda-mps-control -d with its pipe and log directories under NAME, wait until it "
@@ -106,9 +109,8 @@ def _add_mps(sub: Any) -> None:
 
 
 def _add_assets(sub: Any) -> None:
-    assets = sub.add_parser("assets", help="fetch a robot model into the local cache",
-                            description="Fetch robot models into duorl's cache (they are never vendored).")
-    assets_sub = assets.add_subparsers(dest="robot", metavar="ROBOT", title="robots")
+    assets_sub = _group(sub, "assets", "fetch a robot model into the local cache",
+                        "Fetch robot models into duorl's cache (they are never vendored).", "robot", "ROBOT")
     g1 = assets_sub.add_parser(
         "g1", help="the Unitree G1 (29 DoF), from the mjlab wheel",
         description="Fetch the Unitree G1 model: `pip download --no-deps` of the mjlab wheel, then only the model "
@@ -123,9 +125,8 @@ def _add_assets(sub: Any) -> None:
 
 
 def _add_motion(sub: Any) -> None:
-    motion = sub.add_parser("motion", help="reference motion clips",
-                            description="Reference motion clips for g1_motion_tracking.")
-    motion_sub = motion.add_subparsers(dest="motion_command", metavar="ACTION", title="actions")
+    motion_sub = _group(sub, "motion", "reference motion clips", "Reference motion clips for g1_motion_tracking.",
+                        "motion_command")
     synth = motion_sub.add_parser(
         "synth", help="write the synthetic G1 clip",
         description="Write a physically sensible G1 clip (feet planted, joints in range, smooth, consistent "
@@ -142,8 +143,8 @@ def _add_bench(sub: Any) -> None:
     from duorl.bench.learner import add_arguments as _bench_learner_arguments
     from duorl.bench.mps_matrix import IGNORE_FIRST, REPORT_LAST
 
-    bench = sub.add_parser("bench", help="benchmarks", description="Benchmarks that print (and write) JSON.")
-    bench_sub = bench.add_subparsers(dest="bench_command", metavar="BENCHMARK", title="benchmarks")
+    bench_sub = _group(sub, "bench", "benchmarks", "Benchmarks that print (and write) JSON.", "bench_command",
+                       "BENCHMARK")
     bench_learner = bench_sub.add_parser(
         "learner", help="ms per learner iteration, eager vs whole-cycle CUDA graph",
         description="Milliseconds per learner iteration on the current device, eager and (on CUDA) replayed as a "
