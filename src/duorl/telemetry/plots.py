@@ -186,7 +186,7 @@ def _draw(ax: Any, panel: Panel, rows: Sequence[dict[str, Any]], start: float, l
             ax.set_ylim(*limits)
     shaded = panel.perf and start > 0.005 * last_step  # visible at all
     if shaded:
-        ax.axvspan(0, start, color="0.85", alpha=0.6, label="before learning")
+        ax.axvspan(0, min(start, last_step), color="0.85", alpha=0.6, label="before learning")
     if panel.log and everything and min(everything) > 0 and max(everything) >= 10 * min(everything):
         from matplotlib.ticker import FuncFormatter, LogLocator
 
