@@ -7,8 +7,9 @@ import dataclasses
 import difflib
 import functools
 import typing
-from typing import Any
+from typing import Any, Callable
 
+import duorl.config.devices as devices
 from duorl.config.catalog import yaml_task_names
 from duorl.config.schema import Config
 
@@ -112,6 +113,15 @@ def _allowed_from_validator(key: str, type_name: str) -> str:
     return "any"
 
 
+# Keys whose allowed values are defined by the module that checks them (it imports the schema, so the
+# schema cannot name them). task.name: the task YAMLs, not the envs registry, whose import costs seconds
+# (the same set: tested).
+_ALLOWED_ELSEWHERE: dict[str, Callable[[], str]] = {
+    "training.devices": lambda: devices.ALLOWED,
+    "task.name": lambda: ", ".join(yaml_task_names()),
+}
+
+
 @functools.cache
 def describe() -> dict[str, KeyInfo]:
     """Every settable leaf with its type, default, one-line meaning and allowed values, in schema order.
@@ -124,8 +134,8 @@ def describe() -> dict[str, KeyInfo]:
         allowed = f.metadata.get("allowed")
         if isinstance(allowed, tuple):
             allowed = ("null, " if "or null" in type_name else "") + ", ".join(allowed)
-        if key == "task.name":  # the task YAMLs, not the registry: importing it costs seconds (same set: tested)
-            allowed = ", ".join(yaml_task_names())
+        if key in _ALLOWED_ELSEWHERE:
+            allowed = _ALLOWED_ELSEWHERE[key]()
         out[key] = KeyInfo(key, type_name, default_of(key), f.metadata.get("help"),
                            allowed or _allowed_from_validator(key, type_name))
     return out

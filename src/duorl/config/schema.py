@@ -44,8 +44,7 @@ class NanGuardConfig:
 class TrainingConfig:
     devices: Optional[list[Any]] = setting(
         None, "GPUs for this run (0, cuda:0, GPU-<uuid>, MIG-<id>) or [cpu]; null = cuda:0 for mjwarp when a GPU "
-              "is visible, else the CPU; more than one = data parallel",
-        'null, [cpu], [N], [cuda:N], [GPU-<uuid>], [MIG-<id>]')
+              "is visible, else the CPU; more than one = data parallel")
     num_envs: int = setting(64, "environments per rank")
     eval_envs: int = setting(
         0, "the last N envs of each rank act deterministically (tanh(mean), no noise) and are logged apart as "
