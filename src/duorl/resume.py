@@ -34,6 +34,7 @@ MAY_DIFFER = (
     "sim.tick_compile",  # fused kernels compute the same step (to float rounding) from the same state
     "sim.solver_early_exit",  # skips only solver iterations in which every world has converged
     "training.max_wall_minutes",
+    "training.wandb",  # training.wandb* (a prefix, as debug.): reporting only
     "debug.",
 )
 

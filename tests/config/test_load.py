@@ -172,13 +172,14 @@ def test_name_override_equal_to_flag_is_harmless() -> None:
 def test_unknown_key_lists_close_matches() -> None:
     e = _error(["training.num_env=5"])
     assert e.key == "training.num_env" and "unknown key" in str(e)
-    assert "training.num_envs" in e.allowed and e.fix == "use training.num_envs=5"
+    assert "training.num_envs" in e.allowed
+    assert e.fix == "use training.num_envs=5 (every key: `duorl config --keys`)"
     e = _error(["num_envs=5"])  # section forgotten
     assert "training.num_envs" in e.allowed
     e = _error(["algo.bach_size=5"])
     assert "algo.batch_size" in e.allowed
     e = _error(["zzz=1"])
-    assert e.key == "zzz" and "schema" in e.fix
+    assert e.key == "zzz" and "`duorl config --keys`" in e.fix and "schema.py" not in str(e)
     e = _error(["training.x=1"])  # the shared section prefix alone is no match
     assert "training.seed" not in e.allowed
     e = _error(["algo.algo_param.whole_cycle_cuda_graph=false"])  # section typo
