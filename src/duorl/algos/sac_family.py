@@ -254,7 +254,7 @@ class SACFamilyLearner(CycleCaptureMixin):
 
     def _stats_gather(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
         """The synchronizer's gather when there are peers (None: merge the local batch as it is)."""
-        return None if isinstance(self.grad_sync, NullSynchronizer) else self.grad_sync.gather
+        return self.grad_sync.gather if self.grad_sync.world_size > 1 else None
 
     def graph_optimizers(self) -> list[torch.optim.Optimizer]:
         return [self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer]
