@@ -200,6 +200,24 @@ def _add_bench(sub: Any) -> None:
     bench_mps.add_argument("--repeats", type=int, default=2, metavar="N", help="runs per arm (default: 2)")
     bench_mps.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON here")
     bench_mps.add_argument("overrides", nargs="*", metavar="key=value", help="passed to every duorl train run")
+    bench_dp = bench_sub.add_parser(
+        "dp", help="data-parallel scaling: world size 1 vs N, efficiency (exit 1 below 0.70)",
+        description="Runs identical `duorl train` commands at world size 1 (the first device, through the launcher) "
+                    "and N (every device of --devices), interleaved; reports per world size the mean of the last "
+                    "--report-last iterations (the first --ignore-first ignored), the per-rank jitter and "
+                    "efficiency = throughput_N / (N x throughput_1), as JSON; exits 1 below 0.70.",
+    )
+    _add_run_choice(bench_dp, "of every run")
+    bench_dp.add_argument("--devices", required=True, metavar="D0,D1,...",
+                          help="devices to scale over, as training.devices entries (e.g. 0,1 or cpu,cpu)")
+    bench_dp.add_argument("--iterations", type=int, default=300, metavar="N", help="iterations per run (default: 300)")
+    bench_dp.add_argument("--repeats", type=int, default=1, metavar="N", help="runs per world size (default: 1)")
+    bench_dp.add_argument("--ignore-first", type=int, default=IGNORE_FIRST, metavar="N",
+                          help=f"iterations ignored at the start of each run (default: {IGNORE_FIRST})")
+    bench_dp.add_argument("--report-last", type=int, default=REPORT_LAST, metavar="N",
+                          help=f"iterations averaged at the end of each run (default: {REPORT_LAST})")
+    bench_dp.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON here")
+    bench_dp.add_argument("overrides", nargs="*", metavar="key=value", help="passed to every duorl train run")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -402,6 +420,11 @@ def _main(argv: Sequence[str] | None) -> int:
         from duorl.bench.mps_matrix import bench_mps_main
 
         return bench_mps_main(args.algo, args.task, args.sim, args.iterations, args.repeats, args.out, list(args.overrides))
+    if args.command == "bench" and args.bench_command == "dp":
+        from duorl.bench.dp_scaling import bench_dp_main
+
+        return bench_dp_main(args.algo, args.task, args.sim, args.devices, args.iterations, args.repeats,
+                             args.ignore_first, args.report_last, args.out, list(args.overrides))
     if args.command == "bench" and args.bench_command == "collector":
         from duorl.bench.collector import main as bench_collector_main
 

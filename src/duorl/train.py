@@ -201,6 +201,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         max_wall_s=tr.max_wall_minutes * 60.0 if tr.max_wall_minutes is not None else None,
         eval_envs=tr.eval_envs,
         nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
+        fail_capture=cfg.debug.fail_capture_rank == rank,
     )
     reporter: Any = None
     if lead:
@@ -216,7 +217,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
 
         rank_record = {"rank": rank, "local_rank": ctx.env.local_rank, "host": ctx.host,
                        "device": str(device), "device_uuid": device_record(device).get("uuid")}
-        reporter = RankReporter(ctx, reporter, sync.take_ms, rank_record)
+        reporter = RankReporter(ctx, reporter, sync, rank_record)
         coordinator = DataParallelCoordinator(ctx)
 
     def on_collector_ready(collector_pid: int) -> dict[str, Any]:

@@ -213,6 +213,8 @@ class DebugConfig:
         -1, "make the first update of this learner iteration invalid (a NaN added to its losses) on rank "
             "debug.nan_loss_rank (-1 = never): the skip of invalid updates end to end")
     nan_loss_rank: int = setting(0, "the rank whose losses debug.nan_loss_iteration poisons")
+    fail_capture_rank: int = setting(-1, "make this rank's whole-cycle graph capture fail (-1 = never): a capture "
+                                         "error reaching every rank")
 
 
 @dataclass

@@ -163,7 +163,7 @@ def summarize_failures(failures: dict[int, Any]) -> tuple[str, int]:
         rows.append(RankFailure(rank, f.exitcode, msg, bool(extra.get("duorl_secondary", False)) if own else False, sig))
     primary = [r for r in rows if not r.secondary] or rows
     code = 2 if all(r.exitcode == 2 for r in primary) else 1
-    lines = [r.message for r in primary]
+    lines = list(dict.fromkeys(r.message for r in primary))  # ranks that agreed on one failure say it once
     others = [r for r in rows if r not in primary]
     if others:
         lines.append(f"(ranks {', '.join(str(r.rank) for r in others)} stopped because a peer rank was lost)")

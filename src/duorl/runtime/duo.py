@@ -18,6 +18,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from duorl.envs.base import EnvSpec
+from duorl.graphs import GraphCaptureError
 from duorl.runtime.collector import CollectorArgs, collector_main
 from duorl.runtime.coordination import RankCoordinator, RankLost, Solo
 from duorl.runtime.control import (
@@ -74,6 +75,8 @@ class DuoSettings:
     eval_envs: int = 0
     # debug: a NaN added to the losses of the first update of this learner iteration (-1 = never)
     nan_loss_iteration: int = -1
+    # debug: this rank's whole-cycle graph capture fails
+    fail_capture: bool = False
 
 
 @dataclass
@@ -204,7 +207,9 @@ class Duo:
             from duorl.graphs import WholeCycleGraph
 
             # the sampler draws inside the captured iteration: its generator replays with the graph
-            self.graph = WholeCycleGraph(self.learner, extra_generators=[gen])
+            agree = self.coord.agree_capture if self.coord.world_size > 1 or not self.coord.local_stops else None
+            self.graph = WholeCycleGraph(self.learner, extra_generators=[gen], agree=agree,
+                                         inject_capture_failure=s.fail_capture)
 
     def _spawn_collector(self, start_iteration: int) -> None:
         s = self.s
@@ -288,6 +293,8 @@ class Duo:
                 status, error, failed_part = "failed", str(e), "peer rank"
             except StartRefused as e:
                 status, error = "refused", str(e)
+            except GraphCaptureError as e:
+                status, error, failed_part = "failed", str(e), "learner (whole-cycle graph capture)"
             except KeyboardInterrupt:
                 status = "interrupted"
             except BaseException as e:
