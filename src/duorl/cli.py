@@ -91,14 +91,16 @@ def _add_mps(sub: Any) -> None:
                      "$DUORL_MPS_HOME/NAME), for training.cuda_process_sharing=mps (docs/mps.md). duorl never "
                      "changes GPU settings and stops only daemons it started.", "mps_command")
     actions = {
-        "start": ("start a daemon for the one visible GPU",
+        "start": ("start a daemon for the visible GPUs",
                   "Start nvidia-cuda-mps-control -d with its pipe and log directories under NAME, wait until it "
-                  "answers, and print the CUDA_MPS_PIPE_DIRECTORY to export for duorl train. Refused with "
-                  "several visible GPUs (pick one with CUDA_VISIBLE_DEVICES) or MIG."),
+                  "answers, and print the CUDA_MPS_PIPE_DIRECTORY to export for duorl train. One daemon serves "
+                  "every visible GPU (a data-parallel run's ranks on this host share it); CUDA_VISIBLE_DEVICES=i "
+                  "with --name gpu<i> starts one per GPU. Refused with MIG."),
         "status": ("print the daemon's servers and their clients as JSON",
                    "Print whether the daemon recorded under NAME runs, and each MPS server's client PIDs, as JSON."),
         "stop": ("stop the daemon duorl started under NAME",
-                 "Stop the daemon recorded under NAME (exit 1 when duorl started none there); never another one."),
+                 "Stop the daemon recorded under NAME (exit 1 when duorl started none there); never another one, "
+                 "and not while it serves clients (other runs) unless --force."),
         "doctor": ("check every prerequisite of training.cuda_process_sharing=mps",
                    "Check, in order, what MPS mode needs for a learner and a collector on cuda:0 (Linux, CUDA, one "
                    "GPU, a live control socket, a daemon that answers) and print the fix for the first unmet one; "
@@ -107,6 +109,8 @@ def _add_mps(sub: Any) -> None:
     for action, (short, long) in actions.items():
         p = mps_sub.add_parser(action, help=short, description=long)
         p.add_argument("--name", default="default", help="daemon name (default: default)")
+        if action == "stop":
+            p.add_argument("--force", action="store_true", help="stop it even while it serves clients")
 
 
 def _add_assets(sub: Any) -> None:
@@ -203,7 +207,8 @@ def _add_bench(sub: Any) -> None:
     bench_dp = bench_sub.add_parser(
         "dp", help="data-parallel scaling: world size 1 vs N, efficiency (exit 1 below 0.70)",
         description="Runs identical `duorl train` commands at world size 1 (the first device, through the launcher) "
-                    "and N (every device of --devices), interleaved; reports per world size the mean of the last "
+                    "and N (every device of --devices; with one device, the plain run against world size 1), "
+                    "interleaved; reports per world size the mean of the last "
                     "--report-last iterations (the first --ignore-first ignored), the per-rank jitter and "
                     "efficiency = throughput_N / (N x throughput_1), as JSON; exits 1 below 0.70.",
     )
@@ -394,7 +399,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "mps" and args.mps_command:
         from duorl.mps.daemon import mps_main
 
-        return mps_main(args.mps_command, args.name)
+        return mps_main(args.mps_command, args.name, getattr(args, "force", False))
     if args.command == "play":
         from duorl.play import play_main
 

@@ -43,7 +43,8 @@ def train(cfg: Config) -> int:
 
     renv = rank_env()
     tr = cfg.training
-    mps = MpsSession(tr.cuda_process_sharing, rank=renv.rank if renv else 0, world_size=renv.world_size if renv else 1)
+    mps = MpsSession(tr.cuda_process_sharing, rank=renv.rank if renv else 0, world_size=renv.world_size if renv else 1,
+                     local_rank=renv.local_rank if renv else 0)
     mps.prepare_environment()  # before CUDA initialises: the collector inherits the pipe directory
     device = torch.device(resolve_device(cfg))
     if renv is None:
@@ -220,9 +221,10 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         reporter = RankReporter(ctx, reporter, sync, rank_record)
         coordinator = DataParallelCoordinator(ctx)
 
-    def on_collector_ready(collector_pid: int) -> dict[str, Any]:
-        # MPS fails open: once both processes hold a CUDA context, prove they are the daemon's clients
-        v = mps.verify(os.getpid(), collector_pid)
+    def on_collector_ready(collector_pid: int, collector_device: str) -> dict[str, Any]:
+        # MPS fails open: once both processes hold a CUDA context, prove they share one GPU as the
+        # daemon's clients
+        v = mps.verify(os.getpid(), collector_pid, collector_device)
         verdicts = _gather_verdicts(ctx, v)
         if not all(x.ok for x in verdicts):
             bad = next(x for x in verdicts if not x.ok)

@@ -1,7 +1,8 @@
 """`duorl bench dp --algo A --task T --devices 0,1,...`: data-parallel scaling (seed 004's benchmark).
 
 Runs world size 1 (the first device, through the launcher) and world size N (every device) with
-otherwise identical `duorl train` commands, arms interleaved over the repeats; each run's first
+otherwise identical `duorl train` commands, arms interleaved over the repeats (with one device: the
+plain single-GPU run against world size 1 through the launcher, which prices data parallel itself); each run's first
 iterations are ignored and the mean of its last ones reported (mps_matrix.summarize_run). Throughput
 is the env steps/s summed over ranks; efficiency = throughput_N / (N x throughput_1). Per-rank jitter
 (the slowest rank's iteration time and the spread between ranks) and the all-reduce time come from
@@ -37,8 +38,8 @@ class ScalingSpec:
     overrides: tuple[str, ...] = ()
 
     def check(self) -> None:
-        if len(self.devices) < 2:
-            raise ValueError(f"--devices must list at least 2 devices to scale over (got {','.join(self.devices) or 'none'})")
+        if len(self.devices) < 1:
+            raise ValueError("--devices must list at least one device")
         if self.iterations < self.ignore_first + self.report_last:
             raise ValueError(f"--iterations must be >= {self.ignore_first + self.report_last} (first {self.ignore_first} "
                              f"ignored, last {self.report_last} reported)")
@@ -48,14 +49,21 @@ class ScalingSpec:
         if bad:
             raise ValueError(f"{bad[0]}: the benchmark sets the devices itself (--devices)")
 
-    def command(self, world: int, log_dir: Path) -> list[str]:
+    @property
+    def arms(self) -> tuple[str, str]:
+        """(baseline, scaled): world size 1 and N, or with one device the plain run and world size 1."""
+        n = len(self.devices)
+        return ("plain", "world_size_1") if n == 1 else ("world_size_1", f"world_size_{n}")
+
+    def command(self, arm: str, log_dir: Path) -> list[str]:
         cmd = [sys.executable, "-m", "duorl", "train", "--algo", self.algo, "--task", self.task]
         if self.sim:
             cmd += ["--sim", self.sim]
+        world = 1 if arm in ("plain", "world_size_1") else len(self.devices)
         devices = ",".join(self.devices[:world])
         cmd += [f"training.log_dir={log_dir}", f"algo.max_iterations={self.iterations}", "training.log_interval=1",
                 "training.progress=false", f"algo.save_interval={self.iterations}", f"training.devices=[{devices}]",
-                "training.data_parallel=true", *self.overrides]
+                f"training.data_parallel={'false' if arm == 'plain' else 'true'}", *self.overrides]
         return cmd
 
 
@@ -63,25 +71,28 @@ def run_scaling(spec: ScalingSpec, workdir: Path, run: Callable[[list[str]], int
     spec.check()
     run = run or (lambda cmd: subprocess.run(cmd).returncode)
     n = len(spec.devices)
-    runs: dict[int, list[dict[str, Any]]] = {1: [], n: []}
+    base_arm, scaled_arm = spec.arms
+    runs: dict[str, list[dict[str, Any]]] = {base_arm: [], scaled_arm: []}
     commands: dict[str, str] = {}
     for r in range(spec.repeats):
-        for world in (1, n):
-            d = workdir / f"ws{world}_{r}"
-            cmd = spec.command(world, d)
-            commands.setdefault(f"world_size_{world}", " ".join(cmd[1:]).replace(str(d), "RUN_DIR"))
-            print(f"[bench dp] world size {world}, repeat {r + 1}/{spec.repeats}", file=sys.stderr, flush=True)
+        for arm in (base_arm, scaled_arm):
+            d = workdir / f"{arm}_{r}"
+            cmd = spec.command(arm, d)
+            commands.setdefault(arm, " ".join(cmd[1:]).replace(str(d), "RUN_DIR"))
+            print(f"[bench dp] {arm}, repeat {r + 1}/{spec.repeats}", file=sys.stderr, flush=True)
             rc = run(cmd)
             result = summarize_run(d, spec.ignore_first, spec.report_last) if (d / "metrics.jsonl").exists() else \
                 {"status": "failed"}
+            result.pop("cuda_process_sharing", None)
             result["returncode"] = rc
-            runs[world].append(result)
+            runs[arm].append(result)
     arms = {}
-    for world, rs in runs.items():
-        arm = {name: mean_of([x.get(name) for x in rs]) for name in FIELDS}
+    for name, rs in runs.items():
+        arm = {field: mean_of([x.get(field) for x in rs]) for field in FIELDS}
         arm["completed"] = all(x.get("status") == "completed" for x in rs)
-        arms[f"world_size_{world}"] = arm
-    one, many = arms["world_size_1"]["env_steps_per_s"], arms[f"world_size_{n}"]["env_steps_per_s"]
+        arms[name] = arm
+    one, many = arms[base_arm]["env_steps_per_s"], arms[scaled_arm]["env_steps_per_s"]
+    # with one device the "scaled" arm is the same single GPU through the launcher: N = 1
     efficiency = many / (n * one) if one and many else None
     return {
         "algo": spec.algo,
@@ -95,7 +106,7 @@ def run_scaling(spec: ScalingSpec, workdir: Path, run: Callable[[list[str]], int
         "report_last": spec.report_last,
         "commands": commands,
         "arms": arms,
-        "runs": {f"world_size_{w}": rs for w, rs in runs.items()},
+        "runs": runs,
         "efficiency": efficiency,
         "min_efficiency": MIN_EFFICIENCY,
         "target_efficiency": TARGET_EFFICIENCY,

@@ -130,6 +130,7 @@ def _run(args: CollectorArgs) -> None:
     stop = lambda: control.get(STOP) == 1  # noqa: E731
     s = args.env_steps_per_sync
 
+    control.write_device(_opened_device(device))
     obs = _to(env.reset(), device)
     if args.restore is not None:
         obs = _restore(args.restore, env, actor, gen, device)
@@ -174,6 +175,15 @@ def _run(args: CollectorArgs) -> None:
             k += 1
     finally:
         tick.release()  # the graph goes before the env and tensors it references
+
+
+def _opened_device(device: torch.device) -> str:
+    """The device this process actually opened: its GPU's UUID (what a same-GPU check can compare
+    across processes, whatever ordinal each sees), else "cpu"."""
+    if device.type != "cuda":
+        return "cpu"
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    return f"GPU-{uuid}" if uuid is not None else str(device)
 
 
 def snapshot_path(directory: str | os.PathLike, boundary: int) -> str:

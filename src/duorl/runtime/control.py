@@ -58,6 +58,7 @@ STAT = {name: i for i, name in enumerate(STAT_FIELDS)}
 COLLECTOR_PHASES = ("starting", "building env", "waiting for weights", "stepping", "capturing the tick graph", "stopped")
 
 ERROR_BYTES = 8192
+DEVICE_BYTES = 128
 
 
 @dataclass
@@ -65,6 +66,8 @@ class ControlBlock:
     counters: torch.Tensor  # [N_SLOTS] int64, shared
     stats: torch.Tensor  # [2, len(STAT_FIELDS)] float64, shared
     error: torch.Tensor  # [ERROR_BYTES] uint8, shared
+    # the collector: the device it actually opened ("GPU-<uuid>" or "cpu"), written before COLLECTOR_READY
+    device: torch.Tensor  # [DEVICE_BYTES] uint8, shared
 
     @classmethod
     def allocate(cls) -> "ControlBlock":
@@ -72,10 +75,17 @@ class ControlBlock:
             counters=torch.zeros(N_SLOTS, dtype=torch.int64),
             stats=torch.zeros((2, len(STAT_FIELDS)), dtype=torch.float64),
             error=torch.zeros(ERROR_BYTES, dtype=torch.uint8),
+            device=torch.zeros(DEVICE_BYTES, dtype=torch.uint8),
         )
-        for t in (block.counters, block.stats, block.error):
+        for t in (block.counters, block.stats, block.error, block.device):
             t.share_memory_()
         return block
+
+    def write_device(self, name: str) -> None:
+        _write_text(self.device, name)
+
+    def read_device(self) -> str:
+        return _read_text(self.device)
 
     def get(self, slot: int) -> int:
         return int(self.counters[slot])
@@ -90,14 +100,11 @@ class ControlBlock:
         return COLLECTOR_PHASES[self.get(COLLECTOR_PHASE)]
 
     def write_error(self, message: str) -> None:
-        data = message.encode("utf-8", "replace")[: ERROR_BYTES - 1]
-        self.error.zero_()
-        self.error[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        _write_text(self.error, message)
         self.set(COLLECTOR_FAILED, 1)
 
     def read_error(self) -> str:
-        raw = bytes(self.error.numpy().tobytes()).rstrip(b"\0")
-        return raw.decode("utf-8", "replace")
+        return _read_text(self.error)
 
     def write_stats(self, iteration: int, values: dict[str, float]) -> None:
         row = self.stats[iteration % 2]
@@ -112,6 +119,16 @@ class ControlBlock:
             return None
         # NaN marks a field the collector did not measure this iteration
         return {k: float(row[i]) for i, k in enumerate(STAT_FIELDS) if row[i] == row[i]}
+
+
+def _write_text(buf: torch.Tensor, text: str) -> None:
+    data = text.encode("utf-8", "replace")[: buf.numel() - 1]
+    buf.zero_()
+    buf[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+
+
+def _read_text(buf: torch.Tensor) -> str:
+    return bytes(buf.numpy().tobytes()).rstrip(b"\0").decode("utf-8", "replace")
 
 
 class PeerDied(RuntimeError):

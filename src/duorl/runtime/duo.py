@@ -164,7 +164,7 @@ class Duo:
         actor_factory: Callable[[torch.device], nn.Module],
         reporter: Reporter,
         resume: ResumeState | None = None,
-        on_collector_ready: Callable[[int], dict[str, Any]] | None = None,
+        on_collector_ready: Callable[[int, str], dict[str, Any]] | None = None,
         coordinator: RankCoordinator | None = None,
     ) -> None:
         s = settings
@@ -180,8 +180,8 @@ class Duo:
         self.actor_factory = actor_factory
         self.reporter = reporter
         self.resume = resume
-        # called once both processes hold their device context (MPS evidence); returns manifest entries
-        # or raises StartRefused
+        # called once both processes hold their device context, with the collector's pid and the device
+        # it opened (MPS evidence); returns manifest entries or raises StartRefused
         self.on_collector_ready = on_collector_ready
         self.coord: RankCoordinator = coordinator if coordinator is not None else Solo()
         self.device = torch.device(settings.device)
@@ -281,7 +281,7 @@ class Duo:
                 )
                 manifest = self._manifest()
                 if self.on_collector_ready is not None:
-                    manifest.update(self.on_collector_ready(self.process.pid))
+                    manifest.update(self.on_collector_ready(self.process.pid, self.control.read_device()))
                 self.coord.barrier("every rank's collector built its env")
                 self.reporter.started(manifest)
                 last = self._loop(start, stop, t_start)
@@ -442,6 +442,7 @@ class Duo:
             "learner_pid": os.getpid(),
             "collector_pid": self.process.pid,
             "device": str(self.device),
+            "collector_device": self.control.read_device(),
             "policy_lag_iterations": POLICY_LAG_ITERATIONS,
             "env_steps_per_sync": self.s.env_steps_per_sync,
             "replay_capacity_transitions": self.layout.transitions,
