@@ -79,7 +79,10 @@ def test_dp_graph_matches_dp_eager_bitwise_with_a_skipped_update():
                     p.zero_()
                 _assert_bitwise(eager, graphed, me, mg, f"{algo} iteration {k}")
                 after = _params(graphed)
-                assert all(not torch.equal(a, b) for a, b in zip(before, after) if a.numel() > 1), (algo, k)
+                changed = [not torch.equal(a, b) for a, b in zip(before, after) if a.numel() > 1]
+                # every parameter moves, except in the iteration whose first update was skipped (its actor
+                # step may have been that update's)
+                assert all(changed) if k != 3 else any(changed), (algo, k)
             assert float(graphed.skipped_updates) == 1.0 and float(mg["Train/skipped_updates"]) == 1.0
             assert graph.replays == ITERATIONS and graph.captures <= 2, graph.state()
             graph.release()
@@ -107,7 +110,7 @@ def test_a_reduction_stream_not_forked_from_the_capture_stream_fails_the_capture
     out = r.stdout + r.stderr
     assert "CAPTURED" not in out, out[-3000:]
     assert "ERROR: capturing SACLearner.train_iteration as a whole-cycle CUDA graph failed" in out, out[-3000:]
-    assert "side stream that does not fork from the capture stream" in out, out[-3000:]
+    assert "side stream" in out and "does not fork from the capture stream" in out and "forked_stream" in out, out[-3000:]
 
 
 def test_teardown_releases_the_graph_then_the_process_group_and_exits_quickly():
@@ -133,10 +136,12 @@ def test_teardown_releases_the_graph_then_the_process_group_and_exits_quickly():
 
 
 def _train_cmd(run_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "duorl", "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mjwarp",
+    """A short pendulum run on the GPU (mjwarp, both graphs, compiled learner): the run's whole path at a
+    fraction of a G1 run's build and compile time."""
+    return [sys.executable, "-m", "duorl", "train", "--algo", "sac", "--task", "pendulum_swingup", "--sim", "mjwarp",
             f"training.log_dir={run_dir}", "training.num_envs=512", "algo.batch_size=1024", "algo.max_iterations=30",
             "algo.learning_starts=2", "algo.save_interval=1000", "training.log_interval=1", "training.progress=false",
-            *extra]
+            "training.torch_threads=0", *extra]
 
 
 def _train(run_dir: Path, *extra: str, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -241,12 +241,12 @@ def _wire_worker(rank: int, out: str) -> None:
         p.grad = _wire_grads(rank)[name].clone()
     opt = torch.optim.AdamW(list(params.values()), lr=torch.tensor(1e-3), fused=True)
     opt.step()  # optimizer state exists: its storage must not move either
+    sync = AllReduceSynchronizer(dist.group.WORLD, WORLD, torch.device("cpu"), wire_dtype="bfloat16")
+    sync.attach({n: [p] for n, p in params.items()})  # from here on the gradients live in fp32 buffers
     ptrs = {n: (p.data_ptr(), p.grad.data_ptr(), opt.state[p]["exp_avg"].data_ptr(), p.dtype, p.grad.dtype)
             for n, p in params.items()}
     for name, p in params.items():
         p.grad.copy_(_wire_grads(rank)[name])
-    sync = AllReduceSynchronizer(dist.group.WORLD, WORLD, torch.device("cpu"), wire_dtype="bfloat16")
-    sync.attach({n: [p] for n, p in params.items()})
     verdicts = {n: sync.synchronize(n, torch.zeros(())) for n in params}
     after = {n: (p.data_ptr(), p.grad.data_ptr(), opt.state[p]["exp_avg"].data_ptr(), p.dtype, p.grad.dtype)
              for n, p in params.items()}

@@ -274,8 +274,9 @@ class SACFamilyLearner(CycleCaptureMixin):
 
     @torch.no_grad()
     def _count_skip(self, verdict: torch.Tensor | None) -> None:
+        """After the critic's step: its found_inf (1 - verdict, set by step_unless_invalid) is the skip."""
         if verdict is not None:
-            self.skipped_updates.add_(1.0 - verdict)
+            self.skipped_updates.add_(self.critic_optimizer.found_inf)  # type: ignore[attr-defined]
 
     def poison_losses(self, num_updates: int) -> torch.Tensor:
         """The per-update loss offsets (zeros) a test fills with NaN to make updates invalid; a learner

@@ -226,10 +226,12 @@ def _world_of_one(dev: Any) -> Any:
     import datetime
     import tempfile
 
+    import torch
     import torch.distributed as dist
 
     store = tempfile.mkdtemp(prefix="duorl-bench-pg-")
-    kwargs = {"device_id": dev} if dev.type == "cuda" else {}
+    kwargs = {"device_id": torch.device("cuda", dev.index if dev.index is not None else torch.cuda.current_device())} \
+        if dev.type == "cuda" else {}
     dist.init_process_group("nccl" if dev.type == "cuda" else "gloo", init_method=f"file://{store}/store", rank=0,
                             world_size=1, timeout=datetime.timedelta(seconds=300), **kwargs)
     return dist.group.WORLD

@@ -30,7 +30,8 @@ FIELDS = {
     # data parallel: the slowest rank, the spread between ranks (per-rank jitter), the all-reduce time
     "iteration_ms_slowest_rank": "Perf/iteration_ms_max",
     "iteration_ms_rank_spread": "Perf/iteration_ms_spread",
-    "dp_grad_sync_ms": "Perf/dp_grad_sync_ms",
+    "dp_grad_sync_ms": "Perf/dp_grad_sync_ms",  # eager DP: time in gradient all-reduces per iteration
+    "dp_allreduce_round_ms": "Perf/dp_allreduce_round_ms",  # DP graph: one eager all-reduce round, measured
 }
 IGNORE_FIRST, REPORT_LAST = 50, 100
 

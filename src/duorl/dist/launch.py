@@ -186,6 +186,8 @@ def launch(argv: Sequence[str], nprocs: int, run_dir: str | None = None) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+    # torch >= 2.12 takes the shutdown grace as a field; before, it is its fixed 30 s
+    grace = {"shutdown_timeout": SHUTDOWN_GRACE_S} if "shutdown_timeout" in LaunchConfig.__dataclass_fields__ else {}
     config = LaunchConfig(
         min_nodes=1,
         max_nodes=1,
@@ -196,7 +198,7 @@ def launch(argv: Sequence[str], nprocs: int, run_dir: str | None = None) -> int:
         max_restarts=0,  # a failed rank ends the run: restarting would hide it
         monitor_interval=0.2,
         logs_specs=DefaultLogsSpecs(),
-        shutdown_timeout=SHUTDOWN_GRACE_S,
+        **grace,
     )
     print(f"duorl: data parallel: starting {nprocs} ranks on this host (torch.distributed.launcher)", flush=True)
     try:
