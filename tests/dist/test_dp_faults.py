@@ -35,10 +35,13 @@ def test_killing_rank_1s_part_ends_the_run_naming_it(tmp_path, part):
         assert time.monotonic() - t0 < 30
         assert proc.returncode == 1, err[-3000:]
         assert "the data-parallel run failed" in err and "rank 1" in err, err[-3000:]
+        summary_lines = err.split("the data-parallel run failed:", 1)[1]
         if part == "collector":
-            assert f"collector (pid {victim}) was killed by signal 9" in err, err[-3000:]
+            assert f"rank 1 (" in summary_lines and f"collector (pid {victim}) was killed by signal 9" in summary_lines
         else:
-            assert f"the learner (pid {victim}) was killed by signal SIGKILL" in err, err[-3000:]
+            assert f"the learner (pid {victim}) was killed by signal SIGKILL" in summary_lines, err[-3000:]
+        # rank 0 is named only as stopped because of rank 1, never as a failure of its own
+        assert "rank 0 stopped because another rank failed" in summary_lines or "rank 0" not in summary_lines, err[-3000:]
         assert_all_gone(run_pids(s))
     finally:
         kill_group(proc)

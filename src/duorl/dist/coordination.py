@@ -28,8 +28,10 @@ class DataParallelCoordinator:
         self.rank, self.world_size = ctx.rank, ctx.world_size
 
     def agree_stop(self, stop_requested: bool, wall_limited: bool) -> StopVerdict:
-        stop, wall = self.ctx.any_true([stop_requested, wall_limited], "agreeing on the next iteration boundary")
-        return StopVerdict(stop or wall, wall)
+        if self.world_size > 1:  # alone, this rank's flags are the run's (no host collective per iteration)
+            stop_requested, wall_limited = self.ctx.any_true([stop_requested, wall_limited],
+                                                             "agreeing on the next iteration boundary")
+        return StopVerdict(stop_requested or wall_limited, wall_limited)
 
     def barrier(self, what: str) -> None:
         self.ctx.barrier(f"waiting until {what}")
@@ -99,7 +101,10 @@ class RankReporter:
             self._rows += 1
             row["Perf/dp_allreduce_round_ms"] = self._round_ms
         self._last_iteration = iteration
-        rows = self.ctx.all_gather((row, env_steps), "reducing a metric row")
+        if self.ctx.world_size == 1:
+            rows = [(row, env_steps)]
+        else:
+            rows = self.ctx.all_gather((row, env_steps), "reducing a metric row")
         if self.inner is not None:
             total_steps = sum(steps for _, steps in rows)
             self.inner.log(iteration, total_steps, wall_s, reduce_rows([r for r, _ in rows]))

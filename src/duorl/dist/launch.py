@@ -148,25 +148,32 @@ class RankFailure:
 def summarize_failures(failures: dict[int, Any]) -> tuple[str, int]:
     """One message naming the rank(s) whose own failure ended the run, and the launcher's exit code
     (2 when every failed rank refused its input, else 1)."""
+    import signal as _signal
+
+    host = platform.node()  # the launcher starts the ranks of its own host
     rows: list[RankFailure] = []
     for rank, f in sorted(failures.items()):
         info = (f.error_file_data or {}).get("message", {}) if isinstance(f.error_file_data, dict) else {}
         extra = info.get("extraInfo", {}) if isinstance(info, dict) else {}
         own = isinstance(info, dict) and "duorl_part" in extra
+        # a SIGTERM without a duorl record is the launcher stopping a rank after another one failed
+        stopped = not own and f.exitcode == -int(_signal.SIGTERM)
         if own:
             msg = str(info.get("message", "")).strip()
         elif f.exitcode < 0:
-            msg = f"rank {rank}: the learner (pid {f.pid}) was killed by signal {f.signal_name()}"
+            msg = f"rank {rank} ({host}): the learner (pid {f.pid}) was killed by signal {f.signal_name()}"
         else:
-            msg = f"rank {rank}: the learner (pid {f.pid}) exited with code {f.exitcode} (no duorl error recorded)"
+            msg = f"rank {rank} ({host}): the learner (pid {f.pid}) exited with code {f.exitcode} (no duorl error recorded)"
         sig = f.signal_name() if f.exitcode < 0 else None
-        rows.append(RankFailure(rank, f.exitcode, msg, bool(extra.get("duorl_secondary", False)) if own else False, sig))
+        secondary = bool(extra.get("duorl_secondary", False)) if own else stopped
+        rows.append(RankFailure(rank, f.exitcode, msg, secondary, sig))
     primary = [r for r in rows if not r.secondary] or rows
     code = 2 if all(r.exitcode == 2 for r in primary) else 1
     lines = list(dict.fromkeys(r.message for r in primary))  # ranks that agreed on one failure say it once
     others = [r for r in rows if r not in primary]
     if others:
-        lines.append(f"(ranks {', '.join(str(r.rank) for r in others)} stopped because a peer rank was lost)")
+        which = ", ".join(str(r.rank) for r in others)
+        lines.append(f"(rank{'s' if len(others) > 1 else ''} {which} stopped because another rank failed)")
     return "\n".join(lines), code
 
 
