@@ -162,6 +162,12 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     sync = None
     if ctx is not None:
         sync = _data_parallel_learner(cfg, learner, ctx, device)
+    else:
+        from duorl.algos.grad_buffers import LocalValidity
+
+        # alone, the same rule as under data parallel: a step whose loss or gradients are not finite is
+        # skipped (on the device), and counted in Train/skipped_updates
+        learner.set_synchronizer(LocalValidity(device))
 
     env_factory = functools.partial(
         make_vec_env,
@@ -210,6 +216,8 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         reporter = RunDirectory(cfg, run_dir, learner, device)
         reporter.manifest.update(_manifest(cfg, device, switches, spec, world, resumed_from,
                                            device_record, host_record, package_versions))
+        # which rule skips invalid steps: this process's verdict alone, or every rank's
+        reporter.manifest["gradient_synchronizer"] = type(learner.grad_sync).__name__
         if sync is not None:
             reporter.manifest["dp_gradient_groups"] = sync.layout()
     coordinator: Any = Solo()

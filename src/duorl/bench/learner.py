@@ -104,10 +104,13 @@ def run_learner_bench(
     seed: int = 0,
     command: str | None = None,
     data_parallel: bool = False,
+    synchronizer: str = "local",
 ) -> dict[str, Any]:
-    """`data_parallel`: the learner's gradients go through the all-reduce synchronizer of a world-size-1
-    process group (NCCL on CUDA), as under `training.data_parallel=true` on one device: the graph path is
-    then the DP whole-cycle graph and the eager path eager DP (training.dp_gradient_wire_dtype applies)."""
+    """`synchronizer`: "local", as a run on one device (gradients in flat buffers, invalid steps skipped),
+    or "null" (the learner alone: what the synchronizer seam costs). `data_parallel`: the learner's
+    gradients go through the all-reduce synchronizer of a world-size-1 process group (NCCL on CUDA), as
+    under `training.data_parallel=true` on one device: the graph path is then the DP whole-cycle graph
+    and the eager path eager DP (training.dp_gradient_wire_dtype applies)."""
     import torch
 
     from duorl.algos.registry import make_learner
@@ -142,6 +145,10 @@ def run_learner_bench(
 
             synchronizers.append(AllReduceSynchronizer(group, 1, dev, cfg.training.dp_gradient_wire_dtype))
             learner.set_synchronizer(synchronizers[-1])
+        elif synchronizer == "local":
+            from duorl.algos.grad_buffers import LocalValidity
+
+            learner.set_synchronizer(LocalValidity(dev))
         sampler = ReplaySampler(ring, torch.Generator(device=dev).manual_seed(seed + 1), age_bias=replay_age_bias(a))
         sampler.set_window(0, ticks)
         obs_a, obs_c = ring.ticks_obs(0, ticks)
@@ -193,6 +200,7 @@ def run_learner_bench(
         "policy_frequency": a.policy_frequency,
         "use_autocast": bool(a.use_autocast and dev.type == "cuda"),
         "replay_sampling": "age_biased" if replay_age_bias(a) is not None else "uniform",
+        "synchronizer": "all_reduce" if data_parallel else synchronizer,
         "iterations_timed": iters,
         "eager_ms_per_iteration": _stats(eager_ms),
         "graph_ms_per_iteration": None,
@@ -247,6 +255,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="untimed eager iterations first (default: 3)")
     parser.add_argument("--device", default=None, help="cuda, cuda:1 or cpu (default: cuda when visible)")
     parser.add_argument("--replay-ticks", type=int, default=64, metavar="T", help="ticks in the replay ring (default: 64)")
+    parser.add_argument("--synchronizer", choices=("local", "null"), default="local",
+                        help="local: as a run on one device (flat gradient buffers, invalid steps skipped); null: the "
+                             "learner without a synchronizer, what the seam itself costs (default: local)")
     parser.add_argument("--data-parallel", action="store_true",
                         help="gradients through the data-parallel all-reduce of a world-size-1 process group (the DP "
                              "whole-cycle graph and eager DP; training.dp_gradient_wire_dtype applies)")
@@ -264,7 +275,8 @@ def main(args: argparse.Namespace) -> int:
     command = "duorl " + " ".join(getattr(args, "argv", None) or sys.argv[1:])
     try:
         result = run_learner_bench(args.algo, args.task, list(args.overrides), args.iters, args.warmup, args.device,
-                                   args.replay_ticks, command=command, data_parallel=args.data_parallel)
+                                   args.replay_ticks, command=command, data_parallel=args.data_parallel,
+                                   synchronizer=args.synchronizer)
     except (ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

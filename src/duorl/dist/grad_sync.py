@@ -1,8 +1,8 @@
-"""Gradient averaging over ranks: one flat buffer per optimizer group, all-reduced (DESIGN.md §4).
+"""Gradient averaging over ranks: the flat buffers of `algos.grad_buffers`, all-reduced (DESIGN.md §4).
 
-Each group's gradients live in one flat fp32 buffer, allocated once at attach (every `.grad` becomes
-a view of it, so backward accumulates straight into it and its address never changes: a CUDA graph
-can capture the step, and no copy goes in or out). Per optimizer step one extra element carries this
+Each group's gradients live in one flat fp32 buffer allocated once at attach (every `.grad` is a
+view of it, so backward accumulates straight into it and its address never changes: a CUDA graph can
+capture the step, and no copy goes in or out). Per optimizer step one extra element carries this
 rank's verdict: 0 when its loss is finite, NaN when it is not. The buffer is all-reduced with SUM,
 restored to fp32 where it travelled as bf16, and divided by the world size in fp32. A non-finite
 loss or gradient on any rank then reaches every rank's sum, so the verdict returned to the learner,
@@ -18,31 +18,19 @@ stream (inside a capture: the capture stream).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Hashable, Mapping, Sequence
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
+from duorl.algos.grad_buffers import FlatGroup, LocalValidity
 from duorl.graphs import forked_stream
 from duorl.runtime.coordination import RankLost
 
 WIRE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # below this many gradient elements a group always travels in fp32 (bf16 saves nothing worth its error)
 WIRE_MIN_ELEMENTS = 1024
-
-
-@dataclass
-class _Group:
-    params: list[nn.Parameter]
-    flat: torch.Tensor  # [n + 1] fp32: gradients, then the count of ranks whose step is invalid
-    wire: torch.Tensor  # what travels: `flat` itself, or a bf16 buffer of the same length
-    views: list[torch.Tensor]  # flat[:n] cut into the parameters' shapes
-    numel: int
-
-    def layout(self) -> dict[str, Any]:
-        return {"elements": self.numel, "wire_dtype": str(self.wire.dtype).removeprefix("torch.")}
 
 
 def group_layout(groups: Mapping[str, Sequence[nn.Parameter]], wire_dtype: str) -> dict[str, dict[str, Any]]:
@@ -57,19 +45,19 @@ def group_layout(groups: Mapping[str, Sequence[nn.Parameter]], wire_dtype: str) 
     return out
 
 
-class AllReduceSynchronizer:
+class AllReduceSynchronizer(LocalValidity):
     """algos.base.GradientSynchronizer over a process group (NCCL on CUDA, gloo on the CPU)."""
 
     def __init__(self, group: Any, world_size: int, device: torch.device, wire_dtype: str = "float32",
                  fork_stream: bool = True) -> None:
         if wire_dtype not in WIRE_DTYPES:
             raise ValueError(f"wire dtype must be one of {', '.join(WIRE_DTYPES)}, got {wire_dtype!r}")
-        self.group, self.world_size, self.device = group, world_size, torch.device(device)
+        super().__init__(device)
+        self.group, self.world_size = group, world_size
         self.wire_dtype = wire_dtype
         # fork_stream=False exists for the test that proves the fork matters (the capture then fails)
         self.fork_stream = fork_stream
         self._side = torch.cuda.Stream(device=self.device) if self.device.type == "cuda" else None
-        self._groups: dict[str, _Group] = {}
         self._buffers: list[torch.Tensor] = []
         self._buffer_flat = torch.zeros(0, device=self.device)
         self._buffer_views: list[torch.Tensor] = []
@@ -87,36 +75,25 @@ class AllReduceSynchronizer:
         for b in self._buffers:
             self._buffer_views.append(self._buffer_flat[offset:offset + b.numel()].view_as(b))
             offset += b.numel()
-        layout = group_layout(groups, self.wire_dtype)
-        for name, params in groups.items():
-            params = list(params)
-            n = layout[name]["elements"]
-            flat = torch.zeros(n + 1, dtype=torch.float32, device=self.device)
-            wire = flat if layout[name]["wire_dtype"] == "float32" else torch.zeros(n + 1, dtype=torch.bfloat16,
-                                                                                      device=self.device)
-            views, offset = [], 0
-            for p in params:
-                view = flat[offset:offset + p.numel()].view_as(p)
-                if p.grad is not None:
-                    view.copy_(p.grad)
-                # the gradient is the buffer from now on (before any capture: graphs see one address)
-                p.grad = view
-                views.append(view)
-                offset += p.numel()
-            self._groups[name] = _Group(params, flat, wire, views, n)
+        self._layout = group_layout(groups, self.wire_dtype)
+        super().attach(groups, buffers)
 
-    def synchronize(self, group: str, loss: torch.Tensor) -> torch.Tensor:
-        g = self._groups[group]
-        if any(p.grad is None or p.grad.data_ptr() != v.data_ptr() for p, v in zip(g.params, g.views)):
-            raise RuntimeError(f"a gradient of the {group} group was replaced after attach (zero_grad(set_to_none="
-                               "True)?): gradients must stay views of the synchronizer's buffer")
-        n = g.numel
-        torch.mul(loss.detach().float().reshape(1), 0.0, out=g.flat[n:])  # 0, or NaN for a non-finite loss
-        self._all_reduce(g)
+    def _wire(self, name: str, flat: torch.Tensor, numel: int, params: list[nn.Parameter]) -> torch.Tensor:
+        if self._layout[name]["wire_dtype"] == "float32":
+            return flat
+        return torch.zeros(numel + 1, dtype=torch.bfloat16, device=self.device)
+
+    def _reduce(self, g: FlatGroup) -> None:
+        def reduce() -> None:
+            if g.wire is not g.flat:
+                g.wire.copy_(g.flat)
+            self._all_reduce_tensor(g.wire, f"{self._name_of(g)} gradients")
+            if g.wire is not g.flat:
+                g.flat.copy_(g.wire)  # back to fp32 before the division
+
+        self._run_collective(reduce)
         if self.world_size > 1:  # x / 1 is x: nothing to do alone
-            g.flat[:n].div_(self.world_size)
-        # NaN or inf anywhere in the sum: some rank's loss or gradient was not finite
-        return torch.isfinite(g.flat).all().float()
+            g.flat[:g.numel].div_(self.world_size)
 
     def average_buffers(self) -> None:
         if not self._buffers:
@@ -135,20 +112,9 @@ class AllReduceSynchronizer:
         return torch.cat(parts)
 
     def fingerprint(self) -> Hashable:
-        return ("all_reduce", id(self), self.wire_dtype, self.fork_stream, self._buffer_flat.data_ptr(),
-                tuple((name, g.flat.data_ptr(), g.wire.data_ptr()) for name, g in self._groups.items()))
+        return (super().fingerprint(), self.wire_dtype, self.fork_stream, self._buffer_flat.data_ptr())
 
     # ------------------------------------------------------------------ the reduction
-
-    def _all_reduce(self, g: _Group) -> None:
-        def reduce() -> None:
-            if g.wire is not g.flat:
-                g.wire.copy_(g.flat)
-            self._all_reduce_tensor(g.wire, f"{self._name_of(g)} gradients")
-            if g.wire is not g.flat:
-                g.flat.copy_(g.wire)  # back to fp32 before the division
-
-        self._run_collective(reduce)
 
     def _run_collective(self, fn: Any) -> None:
         """`fn` on the side stream (CUDA; timed when not capturing), else on the host (timed)."""
@@ -181,13 +147,10 @@ class AllReduceSynchronizer:
         except (RuntimeError, ValueError) as e:
             raise RankLost(f"lost a peer rank while all-reducing the {what}: {e}") from e
 
-    def _name_of(self, g: _Group) -> str:
+    def _name_of(self, g: FlatGroup) -> str:
         return next((k for k, v in self._groups.items() if v is g), "?")
 
     # ------------------------------------------------------------------ evidence
-
-    def layout(self) -> dict[str, dict[str, Any]]:
-        return {name: g.layout() for name, g in self._groups.items()}
 
     def take_ms(self) -> float | None:
         """Milliseconds spent in eager all-reduces since the last call (after the work is synced);
