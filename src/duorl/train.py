@@ -251,6 +251,11 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         if lead:
             _inner(reporter).finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
         raise
+    finally:
+        if not lead:
+            import shutil
+
+            shutil.rmtree(snapshot_dir, ignore_errors=True)
     return _finish(cfg, result, run_dir, learner, spec, _inner(reporter) if lead else None, ctx)
 
 

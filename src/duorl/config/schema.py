@@ -62,7 +62,7 @@ class TrainingConfig:
     dp_gradient_wire_dtype: str = setting(
         "float32", "data parallel: the gradient all-reduce's dtype; bfloat16 sends fp32 groups of >= 1024 elements as "
                    "bf16, restored to fp32 before the division by the world size", ("float32", "bfloat16"))
-    dp_timeout_s: float = setting(600.0, "data parallel: the longest a rank waits for the others in a collective of "
+    dp_timeout_s: float = setting(300.0, "data parallel: the longest a rank waits for the others in a collective of "
                                          "the training loop (s)")
     dp_startup_timeout_s: float = setting(1800.0, "data parallel: the same for start-up and checkpoints (building "
                                                   "envs, compiling, capturing, writing) (s)")
