@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import TINY
+from tests.runtime.test_duo_protocol import _alive as alive
 
 DP = [
     "training.devices=[cpu,cpu]",
@@ -84,18 +85,6 @@ def wait_for_ranks(run_dir: Path, proc: subprocess.Popen, iterations: int, timeo
 
 def run_pids(s: dict) -> list[int]:
     return [pid for r in s["runtime_manifest"]["ranks"] for pid in (r["learner_pid"], r["collector_pid"])]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def assert_all_gone(pids: list[int], timeout: float = 10) -> None:
