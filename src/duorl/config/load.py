@@ -19,7 +19,7 @@ from omegaconf.errors import ConfigKeyError, InterpolationResolutionError, Omega
 
 import duorl.config.devices as devices
 from duorl.config.catalog import algo_yaml, available_tasks, task_yaml
-from duorl.config.errors import NO_VALUE, ConfigError, format_value
+from duorl.config.errors import NO_VALUE, ConfigError, ConfigErrors, format_value
 from duorl.config.keys import close_matches, default_of, leaf_types
 from duorl.config.schema import ALGOS, Config
 from duorl.config.validate import validate
@@ -183,20 +183,25 @@ def load_config(algo: str, task: str, sim: str | None = None, overrides: list[st
         cfg.sim.name = sim
 
     sim_overridden = False
+    # every bad override is reported, with every bad value of the rest (validate): one refusal names all
+    refused: list[ConfigError] = []
     for item in overrides:
-        key, raw, layer = _parse_override(item)
-        if key in ("algo.name", "task.name", "sim.name"):
-            value = OmegaConf.select(layer, key)
-            if key == "algo.name":
-                _pinned(key, algo, value, "--algo")
-            elif key == "task.name":
-                _pinned(key, task, value, "--task")
-            else:
-                if sim is not None:
-                    _pinned(key, sim, value, "--sim")
-                sim_overridden = True
-        # errors quote the value as typed, which is what the user will edit
-        cfg = _merge(cfg, layer, "", key=key, value=raw)
+        try:
+            key, raw, layer = _parse_override(item)
+            if key in ("algo.name", "task.name", "sim.name"):
+                value = OmegaConf.select(layer, key)
+                if key == "algo.name":
+                    _pinned(key, algo, value, "--algo")
+                elif key == "task.name":
+                    _pinned(key, task, value, "--task")
+                else:
+                    if sim is not None:
+                        _pinned(key, sim, value, "--sim")
+                    sim_overridden = True
+            # errors quote the value as typed, which is what the user will edit
+            cfg = _merge(cfg, layer, "", key=key, value=raw)
+        except ConfigError as e:
+            refused.append(e)
 
     if sim is None and not sim_overridden:
         cfg.sim.name = best_sim()
@@ -206,7 +211,18 @@ def load_config(algo: str, task: str, sim: str | None = None, overrides: list[st
     except OmegaConfBaseException as e:  # unresolvable interpolation, missing value
         raise _wrap(e, None, NO_VALUE, "") from None
     assert isinstance(obj, Config)
-    return validate(obj, probe_devices=probe_devices)
+    try:
+        validate(obj, probe_devices=probe_devices)
+    except ConfigErrors as e:
+        refused.extend(x for x in e.errors if x.key not in {r.key for r in refused})
+    except ConfigError as e:
+        if e.key not in {r.key for r in refused}:
+            refused.append(e)
+    if len(refused) == 1:
+        raise refused[0]
+    if refused:
+        raise ConfigErrors(refused)
+    return obj
 
 
 def config_to_dict(cfg: Config) -> dict[str, Any]:

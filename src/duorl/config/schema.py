@@ -56,6 +56,15 @@ class TrainingConfig:
     # stop at the first iteration boundary after this many minutes of the run (build and compile
     # included), with a final checkpoint, as a completed run; null = run max_iterations
     max_wall_minutes: Optional[float] = None
+    # liveness (DESIGN.md §3, runtime/heartbeat.py): a peer process of the duo whose heartbeat is older
+    # than this in a steady-state phase ends the run with an error naming it, its phase and its last
+    # progress. The bound applied is never below 50x the peer's longest steady-state phase measured so far.
+    stall_timeout_s: float = 120.0
+    # the same for the long phases: starting a process, building envs, compiling, capturing CUDA graphs,
+    # writing checkpoints and waiting for other ranks (a cold compile measured ~100 s on the H200)
+    stall_compile_timeout_s: float = 900.0
+    # a wait for the peer longer than this says what it awaits, and again every this many seconds
+    wait_report_s: float = 30.0
 
 
 @dataclass
@@ -193,6 +202,11 @@ class DebugConfig:
     # nan_loss_rank (-1 = never): drives the skip of invalid updates (Train/skipped_updates)
     nan_loss_iteration: int = -1
     nan_loss_rank: int = 0
+    # fault tests: each time this process enters this phase ("learner:writing a checkpoint", see
+    # runtime/heartbeat.py PHASES) it stays there slow_phase_s longer, alive (beating), so that a test
+    # can signal it there
+    slow_phase: Optional[str] = None
+    slow_phase_s: float = 0.0
 
 
 @dataclass
