@@ -179,9 +179,9 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
         return int(train(cfg) or 0)
     except InputRefused as e:  # ConfigError, also raised by the runtime's late checks (e.g. resolve_device)
         return _error(str(e))
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, as asked (docs/exit_codes.md)
+        print("duorl: interrupted", file=sys.stderr)
+        return 0
 
 
 def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
@@ -252,7 +252,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # argparse exits for --help, --version and usage errors
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     if args.command == "train":
-        return _cmd_train(args, list(args.overrides) + extras, argv)
+        from duorl.dist.launch import rank_env
+        from duorl.runtime.stop_signals import stop_signals
+
+        # before anything slow: an early Ctrl-C is a stop request too (a rank's second one is the launcher's)
+        with stop_signals(escalate=rank_env() is None):
+            return _cmd_train(args, list(args.overrides) + extras, argv)
     if args.command == "metrics":
         return _cmd_metrics(args)
     if args.command == "mps":

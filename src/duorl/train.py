@@ -91,6 +91,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.envs.registry import make_task, make_vec_env
     from duorl.runtime.coordination import Solo
     from duorl.runtime.duo import Duo, DuoSettings, StartRefused
+    from duorl.runtime.heartbeat import StallBounds
     from duorl.runtime.memory import replay_memory_problem
     from duorl.runtime.replay import ReplayLayout
     from duorl.telemetry.run_directory import RunDirectory, default_run_dir
@@ -195,6 +196,8 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         max_wall_s=tr.max_wall_minutes * 60.0 if tr.max_wall_minutes is not None else None,
         eval_envs=tr.eval_envs,
         nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
+        stall=StallBounds.of(cfg),
+        on_learner_stalled=_stall_recorder(ctx),
     )
     reporter: Any = None
     if lead:
@@ -235,6 +238,20 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
             _inner(reporter).finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
         raise
     return _finish(cfg, result, run_dir, learner, spec, _inner(reporter) if lead else None, ctx)
+
+
+def _stall_recorder(ctx: Any) -> Any:
+    """What a data-parallel rank's collector calls before it ends its frozen learner: the failure goes
+    into torchelastic's error file, so the launcher names the rank, the learner and why."""
+    if ctx is None:
+        return None
+    from duorl.dist.launch import record_rank_failure
+
+    return functools.partial(_record_learner_stall, ctx.rank, ctx.host, record_rank_failure)
+
+
+def _record_learner_stall(rank: int, host: str, record: Any, message: str) -> None:
+    record(f"rank {rank} ({host}): {message}", "learner")
 
 
 def _inner(reporter: Any) -> Any:
