@@ -190,6 +190,9 @@ def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
     from duorl.dist.launch import launch
     from duorl.telemetry.run_directory import default_run_dir
 
+    from duorl.preflight import check_log_dir
+
+    check_log_dir(cfg)  # an existing or uncreatable run directory is refused before any rank starts
     argv = list(argv)
     run_dir = cfg.training.log_dir
     if run_dir is None:
@@ -215,10 +218,13 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         return _error(f"run directory {run_dir} does not exist")
     if not path.is_file():
         return _error(f"{path} not found (has the run logged an iteration yet?)")
+    notes: list[str] = []
     try:
-        rows = read_metrics(path)
+        rows = read_metrics(path, notes)
     except (OSError, ValueError) as e:
-        return _error(str(e))
+        return _error(f"{e}. Fix: give a run directory or its metrics.jsonl")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if not rows:
         return _error(f"{path} has no rows yet")
     summary: dict[str, Any] = {"run_dir": str(run_dir), **summary_of_last(rows, args.last)}
@@ -274,8 +280,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return assets_command(args.robot, meshes=not args.no_meshes, force=args.force, wheel=args.wheel,
                               if_missing=args.if_missing)
     if args.command == "motion" and args.motion_command == "synth":
+        from duorl.config.errors import InputRefused
         from duorl.envs.motion.synth import synth_command
+        from duorl.preflight import check_output_file
 
+        try:
+            check_output_file(args.out, "OUT.npz")  # before the clip is computed; nothing is written
+        except InputRefused as e:
+            return _error(str(e))
         return synth_command(args.out, args.seconds, args.fps, args.robot_xml)
     if args.command == "bench" and args.bench_command == "mps":
         from duorl.bench.mps_matrix import bench_mps_main

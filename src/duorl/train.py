@@ -94,6 +94,9 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.runtime.heartbeat import StallBounds
     from duorl.runtime.memory import replay_memory_problem
     from duorl.runtime.replay import ReplayLayout
+    from duorl.preflight import preflight
+    from duorl.runtime.stop_signals import early_stop_signal
+    from duorl.telemetry.run_dir_claim import claim_run_dir
     from duorl.telemetry.run_directory import RunDirectory, default_run_dir
     from duorl.telemetry.summary import device_record, host_record, package_versions, write_json_atomic
 
@@ -124,6 +127,10 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         torch.set_num_threads(tr.torch_threads)
     task = make_task(cfg.task)  # unbound: shapes and state names, no simulation
     spec = task.spec
+    checked = preflight(cfg, task, lead)  # the task's inputs and the run directory's path (duorl/preflight.py)
+    for warning in checked.warnings:
+        print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
+    agree(checked.problem, "checking the run's inputs")
 
     resume_states, resumed_from, learner_state = None, None, None
     if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
@@ -134,10 +141,12 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     fix = "lower algo.buffer_size (ticks kept per env) or training.num_envs"
     agree(replay_memory_problem(device, layout.nbytes(), fix), "checking memory for the replay ring")
 
+    if ctx is None and early_stop_signal() is not None:
+        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+        return 0
     run_dir: Path | None = None
     if lead:
-        run_dir = Path(tr.log_dir) if tr.log_dir else default_run_dir(cfg)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir = claim_run_dir(tr.log_dir, default_run_dir(cfg))  # atomic: never an existing one
         write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
         print(f"duorl: run directory {run_dir}", flush=True)
     if ctx is not None:

@@ -145,8 +145,11 @@ def main(args: argparse.Namespace) -> int:
     from duorl.bench.report import emit
     from duorl.config.errors import ConfigError
 
+    from duorl.config.devices import check_device_flag
+
     command = "duorl " + " ".join(getattr(args, "argv", None) or sys.argv[1:])
     try:
+        check_device_flag(args.device)  # before anything is built: a CPU torch has no CUDA
         result = run_collector_bench(args.algo, args.task, args.sim, args.num_envs, args.ticks, args.warmup, args.device,
                                      list(args.overrides), tuple(args.modes), command=command)
     except (ConfigError, ValueError) as e:

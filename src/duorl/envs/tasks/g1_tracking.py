@@ -132,6 +132,27 @@ class G1MotionTracking(G1TaskBase):
             raise ValueError(f"the clip has {clip.joint_pos.shape[1]} joints, the G1 has {NJ}")
         return resample(clip, 1.0 / self.control_dt)
 
+    def check(self) -> list[str]:
+        """The model (G1TaskBase.check), then the clip of task.motion_file as bind() reads it: loaded,
+        validated and matched to the tracked bodies. The synthetic clip is made by duorl: not checked."""
+        warnings = super().check()
+        if not self.motion_file:
+            return warnings
+        from duorl.config.errors import ConfigError
+
+        try:
+            clip = self.load_clip()
+            m = self._host_model()
+            clip.body_columns([m.body(b).name for b in range(1, m.nbody)], TRACKED_BODIES)
+        except Exception as e:  # noqa: BLE001 - any failure to read a user's file means: not usable
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise ConfigError(
+                "task.motion_file", self.motion_file, f"not a usable motion clip ({first})",
+                "a motion clip .npz (fps, joint_pos, joint_vel, body_*_w: envs/motion/clip.py) or null",
+                "fix or re-export the clip, or give null for the synthetic clip (`duorl motion synth OUT.npz` writes it)",
+            ) from None
+        return warnings
+
     def bind(self, num_envs: int, device: torch.device) -> None:
         super().bind(num_envs, device)
         dev = self._device
