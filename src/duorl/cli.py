@@ -213,11 +213,11 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     path = run_dir if run_dir.is_file() else run_dir / "metrics.jsonl"
     if args.last < 1:
-        return _error(f"--last must be >= 1 (got {args.last})")
+        return _error(f"--last={args.last}: must be >= 1. Fix: e.g. --last 100")
     if not run_dir.exists():
-        return _error(f"run directory {run_dir} does not exist")
+        return _error(f"run directory {run_dir} does not exist. Fix: give the directory `duorl train` printed")
     if not path.is_file():
-        return _error(f"{path} not found (has the run logged an iteration yet?)")
+        return _error(f"{path} not found. Fix: wait for the run's first logged iteration, or give the run's directory")
     notes: list[str] = []
     try:
         rows = read_metrics(path, notes)
@@ -226,7 +226,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     if not rows:
-        return _error(f"{path} has no rows yet")
+        return _error(f"{path} has no rows yet. Fix: wait for the run's first logged iteration")
     summary: dict[str, Any] = {"run_dir": str(run_dir), **summary_of_last(rows, args.last)}
 
     if args.json:

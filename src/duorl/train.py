@@ -409,7 +409,8 @@ def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, di
             directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}")
         print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
         if directory is not None:
-            print(f"duorl: run directory {run_dir} (status failed; last checkpoint kept)", file=sys.stderr)
+            kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
+            print(f"duorl: run directory {run_dir} (status failed; {kept})", file=sys.stderr)
         return 1
     digests = None
     if ctx is not None:

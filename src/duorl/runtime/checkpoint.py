@@ -73,7 +73,9 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     try:
         data = torch.load(path, map_location=map_location, weights_only=False)
     except Exception as e:  # noqa: BLE001 - any unpickling failure means the file is unusable
-        raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupt?): {e}") from e
+        # torch's messages run on for lines: the first sentence says what is wrong
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0].rstrip(".")
+        raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupt?): {first}") from e
     if not isinstance(data, dict) or "header" not in data:
         raise CheckpointError(f"checkpoint {path} has no duorl header")
     version = data["header"].get("format_version")

@@ -315,9 +315,10 @@ class Duo:
         if status == "completed" and stop():
             status = "interrupted"
         env_steps = self.control.get(TICKS_WRITTEN) * s.num_envs
-        if status != "refused" and (status != "failed" or self.coord.world_size == 1):
+        if status != "refused" and (status != "failed" or (self.coord.world_size == 1 and k > start)):
             # with peers the final checkpoint is gathered from every rank, so a rank that failed alone
-            # (its peers are elsewhere in the loop) keeps the last periodic one instead
+            # (its peers are elsewhere in the loop) keeps the last periodic one instead; a run that
+            # failed before its first iteration has nothing to keep (an untrained learner)
             self.reporter.checkpoint(k, env_steps, final=True, runtime_state=self._runtime_state(k))
         return DuoResult(
             status=status,

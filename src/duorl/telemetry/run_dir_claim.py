@@ -25,46 +25,46 @@ def _refuse(value: Any, problem: str, fix: str = _FIX_NEW) -> ConfigError:
     return ConfigError(KEY, value, problem, _ALLOWED, fix)
 
 
-def check_new_run_dir(path: str | os.PathLike[str], value: Any = None) -> None:
+def check_new_run_dir(path: str | os.PathLike[str], default: bool = False) -> None:
     """Refuse (ConfigError naming training.log_dir) a run directory that exists, or that cannot be
     created here. Creates nothing: the folder it would create first is made and removed again to
-    learn that it can be (a permission bit says nothing for root, a read-only or virtual file system)."""
-    value = str(path) if value is None else value
+    learn that it can be (a permission bit says nothing for root, a read-only or virtual file system).
+    `default`: the path is the default run directory (the fix is then to set training.log_dir)."""
+    fix = f"set {KEY} to a writable place" if default else _FIX_NEW
     try:
-        _check_new(Path(path), value)
+        _check_new(Path(path), str(path), fix)
     except OSError as e:  # a name too long, a loop of links, a folder that cannot be read
-        raise _refuse(value, f"cannot be created ({e.strerror or e})", f"pick another {KEY}") from None
+        raise _refuse(str(path), f"cannot be created ({e.strerror or e})", fix) from None
 
 
-def _check_new(p: Path, value: Any) -> None:
+def _check_new(p: Path, value: Any, fix: str) -> None:
     if p.is_dir():
         if _is_run_dir(p):
             raise _refuse(value, "is the directory of an earlier run (a run directory is never reused: its "
                                  "checkpoints, metrics and summary would be overwritten)",
-                          f"continue that run with training.resume={p} (it writes a new run directory), or {_FIX_NEW}")
-        raise _refuse(value, "exists (a run directory is never reused)", _FIX_NEW)
+                          f"continue that run with training.resume={p} (it writes a new run directory), or {fix}")
+        raise _refuse(value, "exists (a run directory is never reused)", fix)
     if p.exists() or p.is_symlink():
-        raise _refuse(value, "exists and is not a directory", _FIX_NEW)
+        raise _refuse(value, "exists and is not a directory", fix)
     missing: list[str] = []
     ancestor = p.absolute()
     while not ancestor.exists():
         missing.append(ancestor.name)
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise _refuse(value, f"cannot be created: {ancestor} is a file", _FIX_NEW)
+        raise _refuse(value, f"cannot be created: {ancestor} is a file", fix)
     try:
         longest = os.pathconf(ancestor, "PC_NAME_MAX")
     except (OSError, ValueError):
         longest = 255
     too_long = [m for m in missing if len(os.fsencode(m)) > longest]
     if too_long:
-        raise _refuse(value, f"cannot be created: a folder name is longer than {longest} bytes", _FIX_NEW)
+        raise _refuse(value, f"cannot be created: a folder name is longer than {longest} bytes", fix)
     first = ancestor / missing[-1]
     try:
         os.mkdir(first)
     except OSError as e:
-        raise _refuse(value, f"cannot be created in {ancestor} ({e.strerror or e})",
-                      f"pick a writable place for {KEY}, or leave it unset (runs/ in the current folder)") from None
+        raise _refuse(value, f"cannot be created in {ancestor} ({e.strerror or e})", fix) from None
     os.rmdir(first)  # it was made by this call just now, and is empty
 
 
