@@ -206,7 +206,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         eval_envs=tr.eval_envs,
         nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
         stall=StallBounds.of(cfg),
-        on_learner_stalled=_stall_recorder(ctx),
+        on_learner_stalled=_stall_recorder(ctx, run_dir if lead else None),
     )
     reporter: Any = None
     if lead:
@@ -249,18 +249,27 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     return _finish(cfg, result, run_dir, learner, spec, _inner(reporter) if lead else None, ctx)
 
 
-def _stall_recorder(ctx: Any) -> Any:
-    """What a data-parallel rank's collector calls before it ends its frozen learner: the failure goes
-    into torchelastic's error file, so the launcher names the rank, the learner and why."""
+def _stall_recorder(ctx: Any, run_dir: Path | None) -> Any:
+    """What the collector calls before it ends its frozen learner: the run summary (rank 0) says the
+    run failed and why; a data-parallel rank also writes torchelastic's error file, so the launcher
+    names the rank, the learner and why."""
+    summary = str(run_dir / "run_summary.json") if run_dir is not None else None
     if ctx is None:
-        return None
-    from duorl.dist.launch import record_rank_failure
-
-    return functools.partial(_record_learner_stall, ctx.rank, ctx.host, record_rank_failure)
+        return functools.partial(_record_learner_stall, None, "", summary)
+    return functools.partial(_record_learner_stall, ctx.rank, ctx.host, summary)
 
 
-def _record_learner_stall(rank: int, host: str, record: Any, message: str) -> None:
-    record(f"rank {rank} ({host}): {message}", "learner")
+def _record_learner_stall(rank: int | None, host: str, summary: str | None, message: str) -> None:
+    """In the collector process (pickled by reference: module-level)."""
+    if rank is not None:
+        from duorl.dist.launch import record_rank_failure
+
+        message = f"rank {rank} ({host}): {message}"
+        record_rank_failure(message, "learner")
+    if summary is not None:
+        from duorl.telemetry.summary import mark_failed
+
+        mark_failed(Path(summary), message, "learner")
 
 
 def _inner(reporter: Any) -> Any:
