@@ -246,7 +246,8 @@ def check_checkpoints(run_dir: Path) -> None:
     from duorl.runtime.checkpoint import latest_checkpoint, load_checkpoint
 
     folder = run_dir / "checkpoints"
-    files = sorted(folder.glob("*.pt")) if folder.is_dir() else []
+    # the run's checkpoints (a collector's .collector_*.pt state is an input to one, not a checkpoint)
+    files = sorted(p for p in folder.glob("*.pt") if not p.name.startswith(".")) if folder.is_dir() else []
     # a write cut short leaves only its temp file (.iter_*.pt.tmp-PID), which nothing reads
     if not files:
         return

@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -206,6 +207,13 @@ def _run(args: CollectorArgs) -> None:
 def snapshot_path(directory: str | os.PathLike, boundary: int) -> str:
     """Where the collector leaves its state at an iteration boundary for the learner's checkpoint."""
     return os.path.join(directory, f".collector_{boundary:06d}.pt")
+
+
+def remove_snapshots(directory: str | os.PathLike) -> None:
+    """Remove the states a collector left for checkpoints that were never taken (it runs one
+    iteration ahead, so a stop can leave the one of the boundary after the final checkpoint's)."""
+    for path in Path(directory).glob(".collector_*.pt"):
+        path.unlink(missing_ok=True)
 
 
 class _Snapshots:

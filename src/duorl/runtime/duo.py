@@ -18,7 +18,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from duorl.envs.base import EnvSpec
-from duorl.runtime.collector import CollectorArgs, collector_main
+from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapshots
 from duorl.runtime.coordination import RankCoordinator, RankLost, Solo
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
 from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
@@ -320,6 +320,8 @@ class Duo:
             # (its peers are elsewhere in the loop) keeps the last periodic one instead; a run that
             # failed before its first iteration has nothing to keep (an untrained learner)
             self.reporter.checkpoint(k, env_steps, final=True, runtime_state=self._runtime_state(k))
+        if self.s.snapshot_dir is not None:
+            remove_snapshots(self.s.snapshot_dir)  # states the collector left for boundaries never reached
         return DuoResult(
             status=status,
             iterations=k,
