@@ -267,40 +267,20 @@ def _(tmp):
     return _train(tmp, f"task.motion_file={tmp / 'clip.npz'}", task="g1_motion_tracking"), (f"task.motion_file={tmp / 'clip.npz'}", "not a usable motion clip")
 
 
-@c("clip: an array is missing")
-def _(tmp):
-    p = _clip_file(tmp, drop="body_quat_w")
-    return _train(tmp, f"task.motion_file={p}", task="g1_motion_tracking"), (f"task.motion_file={p}", "body_quat_w")
-
-
-@c("clip: non-finite values")
-def _(tmp):
-    p = _clip_file(tmp, nan="joint_pos")
-    return _train(tmp, f"task.motion_file={p}", task="g1_motion_tracking"), (f"task.motion_file={p}", "non-finite")
-
-
-@c("clip: the wrong number of joints")
-def _(tmp):
-    p = _clip_file(tmp, joints=23)
-    return _train(tmp, f"task.motion_file={p}", task="g1_motion_tracking"), (f"task.motion_file={p}", "23 joints")
-
-
-@c("clip: a single frame")
-def _(tmp):
-    p = _clip_file(tmp, frames=1)
-    return _train(tmp, f"task.motion_file={p}", task="g1_motion_tracking"), (f"task.motion_file={p}", "2 frames")
-
-
-@c("clip: bodies without names that do not match the model")
-def _(tmp):
-    p = _clip_file(tmp, bodies=5)
-    return _train(tmp, f"task.motion_file={p}", task="g1_motion_tracking"), (f"task.motion_file={p}", "body_names")
-
-
-@c("clip: named bodies lacking the tracked ones")
-def _(tmp):
-    p = _clip_file(tmp, bodies=2, body_names=["pelvis", "head"])
-    return _train(tmp, f"task.motion_file={p}", task="g1_motion_tracking"), (f"task.motion_file={p}", "lacks bodies")
+# (id, how the clip file is wrong, what the message must say about it)
+_BAD_CLIPS = [
+    ("an array is missing", dict(drop="body_quat_w"), "body_quat_w"),
+    ("non-finite values", dict(nan="joint_pos"), "non-finite"),
+    ("the wrong number of joints", dict(joints=23), "23 joints"),
+    ("a single frame", dict(frames=1), "2 frames"),
+    ("bodies without names that do not match the model", dict(bodies=5), "body_names"),
+    ("named bodies lacking the tracked ones", dict(bodies=2, body_names=["pelvis", "head"]), "lacks bodies"),
+]
+for _id, _how, _says in _BAD_CLIPS:
+    def _bad_clip(tmp, how=_how, says=_says):
+        p = _clip_file(tmp, **how)
+        return _train(tmp, f"task.motion_file={p}", task="g1_motion_tracking"), (f"task.motion_file={p}", says)
+    c(f"clip: {_id}")(_bad_clip)
 
 
 # -- resume: the checkpoint is readable and this run can continue it (the cause first)
