@@ -6,16 +6,24 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.duorl-installed
 HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo 1)
 TORCH_SPEC := $(if $(HAS_GPU),torch>=2.9,torch==2.13.0)
+TORCH_NOTE := $(if $(HAS_GPU),an NVIDIA GPU is visible: the CUDA build,no NVIDIA GPU: the CPU build)
 ARGS ?=
 
 .PHONY: run test venv clean
 
+# pip stays quiet (-q): the echo lines say what each silent minute is for
 $(STAMP): pyproject.toml
+	@echo "duorl: one-time setup of $(VENV) (about 1.9 GB; later runs skip this)"
+	@echo "duorl: [1/4] creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "duorl: [2/4] upgrading pip"
 	$(PY) -m pip install -q --upgrade pip
+	@echo "duorl: [3/4] installing PyTorch $(TORCH_SPEC) ($(TORCH_NOTE))"
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	@echo "duorl: [4/4] installing duorl and its dependencies: MuJoCo + MuJoCo Warp + warp-lang (physics), OmegaConf, TensorBoard, matplotlib, ONNX, and the test tools"
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
+	@echo "duorl: $(VENV) is ready"
 
 venv: $(STAMP)
 

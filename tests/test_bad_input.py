@@ -264,17 +264,18 @@ def _(tmp):
 @c("clip: not an npz")
 def _(tmp):
     (tmp / "clip.npz").write_bytes(b"\x89PNG not a clip")
-    return _train(tmp, f"task.motion_file={tmp / 'clip.npz'}", task="g1_motion_tracking"), (f"task.motion_file={tmp / 'clip.npz'}", "not a usable motion clip")
+    return _train(tmp, f"task.motion_file={tmp / 'clip.npz'}", task="g1_motion_tracking"), (f"task.motion_file={tmp / 'clip.npz'}", "not a readable .npz")
 
 
 # (id, how the clip file is wrong, what the message must say about it)
+# (the checks are envs/motion/checks.py's, issue #22; here: that they refuse before anything is built)
 _BAD_CLIPS = [
-    ("an array is missing", dict(drop="body_quat_w"), "body_quat_w"),
-    ("non-finite values", dict(nan="joint_pos"), "non-finite"),
-    ("the wrong number of joints", dict(joints=23), "23 joints"),
-    ("a single frame", dict(frames=1), "2 frames"),
+    ("an array is missing", dict(drop="body_quat_w"), "body_quat_w: missing"),
+    ("non-finite values", dict(nan="joint_pos"), "not finite"),
+    ("the wrong number of joints", dict(joints=23), "23 joint columns"),
+    ("a single frame", dict(frames=1), "1 frame(s)"),
     ("bodies without names that do not match the model", dict(bodies=5), "body_names"),
-    ("named bodies lacking the tracked ones", dict(bodies=2, body_names=["pelvis", "head"]), "lacks bodies"),
+    ("a pelvis on no floor", dict(bodies=2, body_names=["pelvis", "head"]), "0 m above the floor"),
 ]
 for _id, _how, _says in _BAD_CLIPS:
     def _bad_clip(tmp, how=_how, says=_says):

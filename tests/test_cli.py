@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -9,10 +10,11 @@ import types
 from pathlib import Path
 
 import pytest
+import yaml
 
 import duorl.config.devices as devices
 from duorl import __version__
-from duorl.cli import main
+from duorl.cli import _subparser, build_parser, main, subcommands
 from duorl.config import Config
 
 
@@ -149,3 +151,88 @@ def test_metrics_errors(tmp_path: Path, setup: str, needle: str, capsys: pytest.
 def test_metrics_last_must_be_positive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metrics", str(_run_dir(tmp_path, 3)), "--last", "0"]) == 2
     assert "--last" in capsys.readouterr().err
+
+
+# --- every command's own --help ------------------------------------------------------------------
+
+
+def _command_paths(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command of the argparse tree, the top level included: new subcommands are covered too."""
+    out = [path]
+    for name, sub in subcommands(parser).items():
+        out += _command_paths(sub, (*path, name))
+    return out
+
+
+def test_every_command_has_its_own_help_with_its_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    paths = _command_paths(parser)
+    assert ("mps", "start") in paths and ("assets", "g1") in paths and ("bench", "mps") in paths
+    assert ("config",) in paths
+    pages: dict[str, tuple[str, ...]] = {}
+    for path in paths:
+        assert main([*path, "--help"]) == 0, path
+        out = capsys.readouterr().out
+        assert out.startswith(" ".join(("usage: duorl", *path))), (path, out[:80])
+        assert out not in pages, f"`duorl {' '.join(path)} --help` repeats `duorl {' '.join(pages.get(out, ()))} --help`"
+        pages[out] = path
+        own = _subparser(parser, list(path))
+        assert own.description or getattr(own, "lazy_description", None), f"`duorl {' '.join(path)}` has no description"
+        for action in own._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for choice in action._choices_actions:  # the one-line summary in this page's listing
+                    assert choice.help, f"`duorl {' '.join((*path, choice.dest))}` has no summary line"
+            elif action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+                # an option with a default says it (the value a user gets without typing it)
+                assert "default" in (action.help or ""), f"`duorl {' '.join(path)} {action.option_strings[-1]}` does not say its default {action.default!r}"
+
+
+def test_a_command_group_without_action_shows_its_own_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mps"]) == 2
+    assert capsys.readouterr().err.startswith("usage: duorl mps")
+
+
+# --- duorl config --------------------------------------------------------------------------------
+
+
+def test_config_prints_the_resolved_yaml_with_sources(capsys: pytest.CaptureFixture[str]) -> None:
+    from duorl.config.load import config_to_dict, load_config
+
+    assert main(["config", "--task", "pendulum_swingup", "--sim", "mujoco", "training.seed=3"]) == 0
+    out = capsys.readouterr().out
+    assert yaml.safe_load(out) == config_to_dict(load_config("sac", "pendulum_swingup", "mujoco", ["training.seed=3"]))
+    source = {line.split(":")[0].strip(): line.rsplit("# ", 1)[1] for line in out.splitlines()
+              if not line.startswith("#") and "# " in line}
+    assert source["seed"] == "override" and source["num_envs"] == "task"  # task YAML beats sac.yaml's 4096
+    assert source["num_atoms"] == "algo" and source["eval_envs"] == "schema" and source["alpha_init"] == "task"
+    assert source["name"] in ("--algo", "--task", "--sim")
+    assert "# value sources:" in out and "defaults/algo/sac.yaml" in out
+
+
+def test_config_keys_lists_every_key_with_its_meaning(capsys: pytest.CaptureFixture[str]) -> None:
+    from duorl.config.keys import describe
+
+    assert main(["config", "--keys"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert set(lines) == set(describe())
+    for key, info in describe().items():
+        assert info.help and lines[key].endswith(info.help)
+    assert main(["config", "--keys", "training.seed=1"]) == 2  # the schema takes no overrides
+    assert "takes no key=value" in capsys.readouterr().err
+
+
+def test_config_refuses_an_unknown_key_with_close_matches(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["config", "algo.bach_size=5"]) == 2
+    err = capsys.readouterr().err
+    assert "algo.batch_size" in err and "duorl config --keys" in err and err.count("\n") == 1
+
+
+def test_wandb_without_the_extra_is_refused_before_training(
+    monkeypatch: pytest.MonkeyPatch, fake_train: list[Config], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import duorl.config.extras as extras
+
+    monkeypatch.setattr(extras, "wandb_installed", lambda: False)
+    assert main(["train", "training.wandb=true"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'duorl[wandb]'" in err and fake_train == []

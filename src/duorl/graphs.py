@@ -211,6 +211,8 @@ class WholeCycleGraph:
         learner: GraphCapturable,
         extra_generators: Sequence[torch.Generator] = (),
         warmup_iterations: int = 3,
+        agree: Callable[[str | None], None] | None = None,
+        inject_capture_failure: bool = False,
     ) -> None:
         if not torch.cuda.is_available():
             raise GraphCaptureError(f"the whole-cycle CUDA graph needs a CUDA device and none is visible: train on a GPU, {_OFF_FIX}")
@@ -223,6 +225,11 @@ class WholeCycleGraph:
         self.learner = learner
         self.extra_generators = list(extra_generators)
         self.warmup_iterations = warmup_iterations
+        # data parallel: called by every rank before and after each capture with this rank's problem
+        # (None: fine); raises GraphCaptureError on every rank when any rank has one, so that no rank
+        # replays (or falls back to eager) alone
+        self.agree = agree
+        self.inject_capture_failure = inject_capture_failure  # tests: this rank's capture fails
         self._graphs: dict[Hashable, _Captured] = {}
         self._fingerprint: tuple | None = None
         self.captures = 0
@@ -324,9 +331,12 @@ class WholeCycleGraph:
                     learner.train_iteration(sample, num_updates)
         except Exception as e:
             snapshot.restore()
-            raise GraphCaptureError(f"the eager warm-up before capture failed: {e}") from e
+            problem = f"the eager warm-up before capture failed: {e}"
+            self._agree(problem)
+            raise GraphCaptureError(problem) from e
         snapshot.restore()
         grads = self._grad_ptrs()
+        self._agree(None)  # every rank reached its capture (no host sync since the warm-up's collectives)
 
         graph = torch.cuda.CUDAGraph()
         for g in generators:
@@ -334,13 +344,18 @@ class WholeCycleGraph:
         host = learner.host_state()
         try:
             with torch.cuda.graph(graph):
+                if self.inject_capture_failure:
+                    raise RuntimeError("a failure injected for a test (debug.fail_capture_rank)")
                 outputs = learner.train_iteration(sample, num_updates)
         except Exception as e:
             _reset_generators(generators)
-            raise GraphCaptureError(_explain(type(learner).__name__, e)) from e
-        finally:
-            # the capture ran Python, not kernels: only host-side state moved
+            problem = _explain(type(learner).__name__, e)
             learner.load_host_state(host)
+            self._agree(problem)
+            raise GraphCaptureError(problem) from e
+        # the capture ran Python, not kernels: only host-side state moved
+        learner.load_host_state(host)
+        self._agree(None)
         if self._grad_ptrs() != grads:
             raise GraphCaptureError(
                 f"{type(learner).__name__}.train_iteration replaced parameter gradients while being captured "
@@ -351,6 +366,10 @@ class WholeCycleGraph:
         self.captures += 1
         self.capture_s.append(time.perf_counter() - t0)
         return _Captured(graph, outputs, sample)
+
+    def _agree(self, problem: str | None) -> None:
+        if self.agree is not None:
+            self.agree(problem)
 
     def _grad_ptrs(self) -> list[int | None]:
         return [
@@ -411,11 +430,17 @@ def _reset_generators(generators: Sequence[torch.Generator]) -> None:
 def _explain(name: str, e: BaseException) -> str:
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     low = str(e).lower()
-    if "capturing" in low or "capture" in low or "not permitted" in low or "synchroniz" in low:
+    if "unjoined" in low or "isolated" in low or "invalidated" in low:
+        cause = (
+            "a side stream used inside the cycle that does not fork from the capture stream and join back (its "
+            "work is outside the capture): run it in `with duorl.graphs.forked_stream(stream):`"
+        )
+    elif "capturing" in low or "capture" in low or "not permitted" in low or "synchroniz" in low:
         cause = (
             "a host synchronisation inside train_iteration: .item(), float()/int()/bool() of a CUDA tensor, "
             "printing a tensor, torch.nonzero/masked_select or another data-dependent shape, a CPU<->GPU copy, "
-            "or debug.check_replay_window=true"
+            "or debug.check_replay_window=true; or work (e.g. a collective) on a side stream that does not fork "
+            "from the capture stream: run it in `with duorl.graphs.forked_stream(stream):`"
         )
     elif "generator" in low:
         cause = "a random generator the graph does not know: list it in graph_generators() (or extra_generators)"

@@ -126,8 +126,38 @@ def evaluate(
     )
 
 
+def _render_model(task: Any) -> Any:
+    """The G1 with its visual meshes where they are at hand (same qpos layout), else the task's own model."""
+    xml = getattr(task, "xml_path", None)
+    if xml is not None:
+        from duorl.envs.g1 import model as g1
+
+        try:
+            return g1.build_model(xml, visuals=True)
+        except Exception:  # noqa: BLE001 - no meshes beside the model file: draw the collision geoms
+            pass
+    return task.mj_model()
+
+
+REFERENCE_RGBA = (0.2, 0.85, 0.35, 0.35)  # the reference pose: a translucent green ghost
+
+
+def add_reference(model: Any, ref_data: Any, scene: Any, option: Any) -> int:
+    """Append the geoms of `ref_data` (a second pose of `model`, kinematics done) to an updated
+    `scene` as a translucent ghost; returns how many were added. Needs no OpenGL."""
+    import mujoco
+
+    first = scene.ngeom
+    mujoco.mjv_addGeoms(model, ref_data, option, mujoco.MjvPerturb(), mujoco.mjtCatBit.mjCAT_DYNAMIC, scene)
+    for i in range(first, scene.ngeom):
+        scene.geoms[i].rgba[:] = REFERENCE_RGBA
+    return scene.ngeom - first
+
+
 class _VideoRecorder:
-    """Frames of env 0 through MuJoCo's renderer; needs an OpenGL backend (MUJOCO_GL=egl or osmesa)."""
+    """Frames of env 0 through MuJoCo's renderer; needs an OpenGL backend (MUJOCO_GL=egl or osmesa).
+    A task with a reference clip (reference_qpos) also gets its reference pose drawn as a ghost
+    where the clip puts it: the robot and the ghost overlap while it tracks."""
 
     def __init__(self, env: Any) -> None:
         import mujoco
@@ -135,8 +165,14 @@ class _VideoRecorder:
         if importlib.util.find_spec("imageio") is None:
             raise PlayError("writing a video needs imageio with ffmpeg: pip install 'duorl[video]'")
         self.env = env
-        self.model = env.task.mj_model()
+        self.model = _render_model(env.task)
         self.data = mujoco.MjData(self.model)
+        self.reference = getattr(env.task, "reference_qpos", None)
+        self.ref_data = mujoco.MjData(self.model) if self.reference is not None else None
+        self.option = mujoco.MjvOption()
+        self.option.geomgroup[:] = 1  # collision geoms sit in groups MuJoCo hides by default
+        self.camera = mujoco.MjvCamera()  # follows the robot from its side
+        self.camera.distance, self.camera.azimuth, self.camera.elevation = 3.5, 90.0, -15.0
         try:
             self.renderer = mujoco.Renderer(self.model, height=480, width=640)
         except Exception as e:  # noqa: BLE001 - any GL failure means: no video on this machine
@@ -154,7 +190,12 @@ class _VideoRecorder:
         self.data.qpos[:] = b.qpos[0].detach().cpu().double().numpy()
         self.data.qvel[:] = b.qvel[0].detach().cpu().double().numpy()
         mujoco.mj_forward(self.model, self.data)
-        self.renderer.update_scene(self.data)
+        self.camera.lookat[:] = self.data.qpos[:3]
+        self.renderer.update_scene(self.data, self.camera, self.option)
+        if self.reference is not None:
+            self.ref_data.qpos[:] = self.reference(0).detach().cpu().double().numpy()
+            mujoco.mj_kinematics(self.model, self.ref_data)
+            add_reference(self.model, self.ref_data, self.renderer.scene, self.option)
         self.frames.append(self.renderer.render().copy())
 
     def write(self, path: str) -> str:

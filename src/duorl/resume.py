@@ -37,6 +37,7 @@ MAY_DIFFER = (
     "training.stall_timeout_s",
     "training.stall_compile_timeout_s",
     "training.wait_report_s",
+    "training.wandb",  # training.wandb* (a prefix, as debug.): reporting only
     "debug.",
 )
 # what a checkpoint is of: when these differ, every other mismatch follows from them (named first)

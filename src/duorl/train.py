@@ -43,7 +43,8 @@ def train(cfg: Config) -> int:
 
     renv = rank_env()
     tr = cfg.training
-    mps = MpsSession(tr.cuda_process_sharing, rank=renv.rank if renv else 0, world_size=renv.world_size if renv else 1)
+    mps = MpsSession(tr.cuda_process_sharing, rank=renv.rank if renv else 0, world_size=renv.world_size if renv else 1,
+                     local_rank=renv.local_rank if renv else 0)
     mps.prepare_environment()  # before CUDA initialises: the collector inherits the pipe directory
     device = torch.device(resolve_device(cfg))
     if renv is None:
@@ -101,9 +102,15 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.telemetry.summary import device_record, host_record, package_versions, write_json_atomic
 
     t0 = time.perf_counter()
+    from duorl.envs.motion.load import check_motion_file
+
     tr, algo = cfg.training, cfg.algo
     rank, world = (ctx.rank, ctx.world_size) if ctx is not None else (0, 1)
     lead = rank == 0
+    # a clip that cannot be used fails here, first (every rank's collector reads it)
+    for warning in check_motion_file(cfg.task):
+        if lead:
+            print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
     switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None)
 
     def agree(problem: str | None, what: str) -> None:
@@ -205,6 +212,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         max_wall_s=tr.max_wall_minutes * 60.0 if tr.max_wall_minutes is not None else None,
         eval_envs=tr.eval_envs,
         nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
+        fail_capture=cfg.debug.fail_capture_rank == rank,
         stall=StallBounds.of(cfg),
         on_learner_stalled=_stall_recorder(ctx, run_dir if lead else None),
     )
@@ -222,12 +230,13 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
 
         rank_record = {"rank": rank, "local_rank": ctx.env.local_rank, "host": ctx.host,
                        "device": str(device), "device_uuid": device_record(device).get("uuid")}
-        reporter = RankReporter(ctx, reporter, sync.take_ms, rank_record)
+        reporter = RankReporter(ctx, reporter, sync, rank_record)
         coordinator = DataParallelCoordinator(ctx)
 
-    def on_collector_ready(collector_pid: int) -> dict[str, Any]:
-        # MPS fails open: once both processes hold a CUDA context, prove they are the daemon's clients
-        v = mps.verify(os.getpid(), collector_pid)
+    def on_collector_ready(collector_pid: int, collector_device: str) -> dict[str, Any]:
+        # MPS fails open: once both processes hold a CUDA context, prove they share one GPU as the
+        # daemon's clients
+        v = mps.verify(os.getpid(), collector_pid, collector_device)
         verdicts = _gather_verdicts(ctx, v)
         if not all(x.ok for x in verdicts):
             bad = next(x for x in verdicts if not x.ok)

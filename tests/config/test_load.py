@@ -45,7 +45,8 @@ def test_shipped_g1_walk_defaults() -> None:
     """g1_walk_flat ships the settings that walked on the H200 (benchmarks/..._15min_low_entropy/): the
     published FastSAC G1 action range, a target entropy of -2.0 per action dimension for sac and a target
     std of 0.03 for flashsac and warpsac, which also run 50000 iterations;
-    the tracking task keeps the pd range, and a command-line override still wins."""
+    the tracking task uses the same range (issue 22: under pd real clips need |action| up to 4-6), and a
+    command-line override still wins."""
     sac = load_config(ALGO, "g1_walk_flat", "mujoco", [])
     assert sac.task.action_range == "joint_limits" and sac.algo.target_entropy_scale == -2.0
     assert sac.algo.use_symmetry is True and sac.task.penalty_curriculum is None  # the task's own (ppo)
@@ -57,7 +58,7 @@ def test_shipped_g1_walk_defaults() -> None:
     assert track.target_entropy_std == 0.15
     for name in ("sac", "flashsac", "warpsac"):  # a G1 run must not end after seconds of a GPU
         assert load_config(name, "g1_motion_tracking", "mujoco", []).algo.max_iterations == 400000
-    assert load_config(ALGO, "g1_motion_tracking", "mujoco", []).task.action_range == "pd"
+    assert load_config(ALGO, "g1_motion_tracking", "mujoco", []).task.action_range == "joint_limits"
     pd = load_config(ALGO, "g1_walk_flat", "mujoco", ["task.action_range=pd", "algo.target_entropy_scale=0"])
     assert pd.task.action_range == "pd" and pd.algo.target_entropy_scale == 0.0
 
@@ -171,13 +172,14 @@ def test_name_override_equal_to_flag_is_harmless() -> None:
 def test_unknown_key_lists_close_matches() -> None:
     e = _error(["training.num_env=5"])
     assert e.key == "training.num_env" and "unknown key" in str(e)
-    assert "training.num_envs" in e.allowed and e.fix == "use training.num_envs=5"
+    assert "training.num_envs" in e.allowed
+    assert e.fix == "use training.num_envs=5 (every key: `duorl config --keys`)"
     e = _error(["num_envs=5"])  # section forgotten
     assert "training.num_envs" in e.allowed
     e = _error(["algo.bach_size=5"])
     assert "algo.batch_size" in e.allowed
     e = _error(["zzz=1"])
-    assert e.key == "zzz" and "schema" in e.fix
+    assert e.key == "zzz" and "`duorl config --keys`" in e.fix and "schema.py" not in str(e)
     e = _error(["training.x=1"])  # the shared section prefix alone is no match
     assert "training.seed" not in e.allowed
     e = _error(["algo.algo_param.whole_cycle_cuda_graph=false"])  # section typo

@@ -8,6 +8,7 @@ import torch
 from duorl.config.errors import ConfigError
 from duorl.config.schema import SimConfig, TaskConfig
 from duorl.envs import quat as Q
+from duorl.envs.g1 import model as g1
 from duorl.envs.g1.assets import resolve_g1_xml
 from duorl.envs.motion.clip import load_clip, resample, save_clip
 from duorl.envs.registry import env_spec, make_task, make_vec_env
@@ -119,6 +120,23 @@ def test_clip_end_truncates_and_straying_terminates():
     _, _, te, tr, info = env.step(torch.zeros(3, 29))
     assert tr.tolist() == [True, False, False] and te.tolist() == [False, False, True]
     assert info["episode_length"][0] == 1
+    # the diagnostics say how each episode ended (per env: end_clip, end_deviation)
+    assert info["metrics"][:, 2:].tolist() == [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]]
+
+
+def test_tracking_errors_are_zero_on_the_clip_and_measured_off_it():
+    env = cpu_env(G1MotionTracking(randomize=False, reset_noise=False), 2, seed=0)
+    env.reset()
+    task = env.task
+    assert task.spec.metric_names == ("body_pos_error", "anchor_pos_error", "end_clip", "end_deviation")
+    put_robot_on_clip(env, torch.tensor([100, 300]))
+    m = task.metrics(env.backend)
+    assert m[:, :2].abs().max() < 1e-5 and (m[:, 2:] == 0).all()
+    qpos = env.backend.qpos.clone()
+    qpos[1, 2] += 0.1  # env 1 10 cm above the clip: the anchor is off by 0.1, re-anchored bodies by less
+    env.backend.reset_envs(torch.tensor([False, True]), qpos, env.backend.qvel.clone())
+    m = task.metrics(env.backend)
+    assert m[1, 1] == pytest.approx(0.1, abs=1e-5) and 0.0 < m[1, 0] <= 0.1 + 1e-5 and m[0, 1] < 1e-5
 
 
 def test_a_retargeted_clip_file_loads(tmp_path):
@@ -161,3 +179,98 @@ def test_state_dict_round_trip():
         ob, rb, *_ = b.step(torch.full((N, 29), -0.2))
         assert torch.equal(oa["critic"], ob["critic"]) and torch.equal(ra, rb)
     assert torch.equal(a.task.frame, b.task.frame)
+
+
+@pytest.fixture(scope="module")
+def limit_clip_file(tmp_path_factory):
+    """A clip that drives joints to their hard limits, as retargeters do (waist pitch, ankle roll,
+    a shoulder), written in holosoma's layout: loaded through the format reader and the checks like
+    any real clip."""
+    from duorl.envs.motion.fk import ClipKinematics
+    from duorl.envs.motion.synth import synthesize
+    from duorl.envs.motion.trajectory import Trajectory
+
+    from .motion_files import canonical_arrays, write_holosoma
+
+    model = g1.load()
+    src = synthesize(model, seconds=2.0, fps=50.0)
+    q = src.joint_pos.copy()
+    lo, hi = model.jnt_range[1:, 0], model.jnt_range[1:, 1]
+    s = np.sin(np.linspace(0, np.pi, len(q))) ** 2  # 0 -> 1 (frame 50) -> 0
+    for name, end in (("waist_pitch_joint", hi), ("right_ankle_roll_joint", lo), ("left_shoulder_roll_joint", hi)):
+        j = g1.JOINT_NAMES.index(name)
+        q[:, j] += s * (end[j] - q[:, j])
+    clip = ClipKinematics(model).build(Trajectory(50.0, src.body_pos_w[:, 0], src.body_quat_w[:, 0], q))
+    return write_holosoma(tmp_path_factory.mktemp("limits") / "limits.npz", canonical_arrays(clip))
+
+
+def test_a_clip_at_the_joint_limits_scores_the_maximum_with_zero_penalties(limit_clip_file):
+    task = G1MotionTracking(motion_file=str(limit_clip_file), randomize=False, reset_noise=False)
+    env = cpu_env(task, 5, seed=0)
+    env.reset()
+    k = torch.tensor([0, 30, 50, 70, task.clip_frames - 1])  # frame 50: every chosen joint at its limit
+    put_robot_on_clip(env, k)
+    terms = task.reward_terms(env.backend)
+    for name in TRACKING_TERMS:
+        torch.testing.assert_close(terms[name], torch.ones(5), atol=2e-5, rtol=0, msg=name)
+    assert (terms["joint_limit"] == 0).all() and (terms["action_rate"] == 0).all()
+    lo, hi = task.joint_range[:, 0], task.joint_range[:, 1]
+    soft_hi = 0.5 * (lo + hi) + 0.45 * (hi - lo)
+    assert (task.ref_joint_pos[50] > soft_hi + 0.02).any()  # the reference itself is beyond the soft range
+    qj = env.backend.qpos[:, 7:].float().clone()
+    qj[:, g1.JOINT_NAMES.index("waist_pitch_joint")] = hi[14]  # the robot at the limit where the clip is not
+    assert (task._beyond_reference_limits(qj, torch.zeros(5, dtype=torch.long)) > 0).all()
+
+
+def test_resets_start_exactly_on_the_clip_at_the_limits(limit_clip_file):
+    env = cpu_env(G1MotionTracking(motion_file=str(limit_clip_file), randomize=False, reset_noise=False), 64, seed=1)
+    env.reset()
+    task = env.task
+    torch.testing.assert_close(env.backend.qpos[:, 7:].float(), task.ref_joint_pos[task.frame], atol=1e-6, rtol=0)
+    noisy = cpu_env(G1MotionTracking(motion_file=str(limit_clip_file), randomize=False), 64, seed=1)
+    noisy.reset()
+    q, t = noisy.backend.qpos[:, 7:].float(), noisy.task
+    assert (q >= t._reset_lo[t.frame] - 1e-6).all() and (q <= t._reset_hi[t.frame] + 1e-6).all()
+
+
+def test_the_default_action_range_reaches_every_frame(limit_clip_file):
+    for motion_file in (None, str(limit_clip_file)):
+        task = G1MotionTracking(motion_file=motion_file, randomize=False)
+        task.bind(1, torch.device("cpu"))
+        assert task.action_range == "joint_limits"
+        need = (task.ref_joint_pos - task.q_default) / task.action_scale
+        assert need.abs().max() <= 1.0 + 1e-6, motion_file
+    pd = G1MotionTracking(motion_file=str(limit_clip_file), randomize=False, action_range="pd")
+    pd.bind(1, torch.device("cpu"))
+    assert ((pd.ref_joint_pos - pd.q_default) / pd.action_scale).abs().max() > 1.5  # what pd could not reach
+    from duorl.envs.motion.checks import action_scales
+
+    np.testing.assert_allclose(action_scales(g1.load().jnt_range[1:])["joint_limits"], task.action_scale.numpy(), rtol=1e-6)
+
+
+def test_play_draws_the_reference_pose_as_a_ghost():
+    """What `duorl play --video` adds to the scene for this task (no OpenGL needed to build it)."""
+    import mujoco
+
+    from duorl.play import REFERENCE_RGBA, add_reference
+
+    env = cpu_env(G1MotionTracking(randomize=False, reset_noise=False), 1, seed=0)
+    env.reset()
+    task = env.task
+    put_robot_on_clip(env, torch.tensor([200]))
+    torch.testing.assert_close(task.reference_qpos(0), env.backend.qpos[0].float(), atol=1e-6, rtol=0)
+    m = task.mj_model()
+    d, ref = mujoco.MjData(m), mujoco.MjData(m)
+    ref.qpos[:] = task.reference_qpos(0).double().numpy()
+    ref.qpos[0] += 1.0  # a reference 1 m ahead of the robot
+    mujoco.mj_kinematics(m, ref)
+    opt, scene = mujoco.MjvOption(), mujoco.MjvScene(m, maxgeom=500)
+    opt.geomgroup[:] = 1
+    mujoco.mjv_updateScene(m, d, opt, mujoco.MjvPerturb(), mujoco.MjvCamera(), mujoco.mjtCatBit.mjCAT_ALL, scene)
+    before = scene.ngeom
+    added = add_reference(m, ref, scene, opt)
+    robot_geoms = int((m.geom_bodyid > 0).sum())
+    assert added == robot_geoms and scene.ngeom == before + added
+    ghost = [scene.geoms[i] for i in range(before, scene.ngeom)]
+    assert all(np.allclose(g.rgba, REFERENCE_RGBA, atol=1e-6) for g in ghost)
+    np.testing.assert_allclose(sorted(g.pos[0] for g in ghost), sorted(ref.geom_xpos[m.geom_bodyid > 0, 0]), atol=1e-5)

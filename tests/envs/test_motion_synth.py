@@ -111,10 +111,10 @@ def test_save_load_round_trip(clip, tmp_path):
     path = tmp_path / "clip.npz"
     save_clip(path, clip)
     with np.load(path) as raw:
-        assert set(raw.files) == {"fps", *ARRAYS, "body_names"}
+        assert set(raw.files) == {"fps", *ARRAYS, "body_names", "joint_names"}
         assert raw["fps"].shape == (1,) and raw["body_quat_w"].dtype == np.float32
     back = load_clip(path)
-    assert back.fps == clip.fps and back.body_names == clip.body_names
+    assert back.fps == clip.fps and back.body_names == clip.body_names and back.joint_names == g1.JOINT_NAMES
     for k in ARRAYS:
         np.testing.assert_allclose(getattr(back, k), getattr(clip, k), atol=1e-5)
 

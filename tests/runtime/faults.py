@@ -203,7 +203,9 @@ def check_outcome(case: FaultCase, o: Outcome) -> None:
     assert "Traceback" not in err, err[-3000:]
     if case.target == "learner" and case.sig == "SIGKILL":
         assert o.code == -signal.SIGKILL, (o.code, err[-3000:])  # the exit status names it
-    elif case.target == "learner" and case.sig in ("SIGTERM", "SIGINT") or case.target == "collector" and case.sig == "SIGINT":
+    elif case.sig in ("SIGTERM", "SIGINT"):
+        # the learner's SIGINT/SIGTERM, a collector's SIGTERM (passed to the learner as a stop request)
+        # and a collector's SIGINT (ignored; the test then stops the learner) all end in a clean stop
         assert o.code == 0, (o.code, err[-3000:])
         summary = json.loads((o.run_dir / "run_summary.json").read_text())
         assert summary["status"] == "interrupted", summary["status"]
@@ -215,10 +217,9 @@ def check_outcome(case: FaultCase, o: Outcome) -> None:
         assert summary["failed_part"] == "learner" and str(o.learner_pid) in summary["error"], summary
         if case.phase in ("compiling or capturing", "writing a checkpoint"):
             assert f"in phase '{case.slow_phase().split(':')[1]}'" in err, err[-3000:]
-    elif case.target == "collector" and case.sig in ("SIGKILL", "SIGTERM"):
+    elif case.target == "collector" and case.sig == "SIGKILL":
         assert o.code == 1, (o.code, err[-3000:])
-        number = int(getattr(signal, case.sig))
-        assert f"collector (pid {o.collector_pid}) was killed by signal {number}" in err, err[-3000:]
+        assert f"collector (pid {o.collector_pid}) was killed by signal 9" in err, err[-3000:]
     else:  # collector SIGSTOP
         assert o.code == 1, (o.code, err[-3000:])
         assert f"the collector (pid {o.collector_pid}) made no progress" in err, err[-3000:]

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from duorl.runtime.control import COLLECTOR_STEADY_US, LEARNER_STEADY_US, TICKS_WRITTEN, ControlBlock, PeerStalled, wait_until
+from duorl.runtime.control import (
+    COLLECTOR_BEAT_NS,
+    COLLECTOR_PHASE,
+    COLLECTOR_STEADY_US,
+    LEARNER_BEAT_NS,
+    LEARNER_STEADY_US,
+    TICKS_WRITTEN,
+    ControlBlock,
+    PeerStalled,
+    wait_until,
+)
 from duorl.runtime.heartbeat import LONG_PHASES, PHASES, Heartbeat, PeerWatch, StallBounds, known_phase
 
 S = 1_000_000_000  # ns
@@ -28,7 +38,7 @@ def _pair(bounds: StallBounds = StallBounds(steady_s=10, long_s=100, report_ever
 
 
 def _beat_at(control: ControlBlock, side: str, t: int) -> None:
-    slot = {"learner": 9, "collector": 10}[side]
+    slot = {"learner": LEARNER_BEAT_NS, "collector": COLLECTOR_BEAT_NS}[side]
     control.counters[slot] = t
 
 
@@ -43,7 +53,7 @@ def test_a_peer_is_stalled_only_past_its_phases_bound() -> None:
     assert why is not None and "the collector (pid 4242) made no progress for 11.0 s in phase 'stepping'" in why
     assert "bound 10 s: training.stall_timeout_s" in why and "0 ticks written" in why
     # the same silence in a long phase is within its own, longer bound
-    control.counters[5] = PHASES["collector"].index("building env")
+    control.counters[COLLECTOR_PHASE] = PHASES["collector"].index("building env")
     assert watch.stall() is None
     clock.t += 100 * S
     assert "training.stall_compile_timeout_s" in (watch.stall() or "")
@@ -82,7 +92,7 @@ def test_a_heartbeat_measures_its_longest_busy_steady_phase(monkeypatch: pytest.
     now[0] += 300 * S
     beat.phase("training")  # nor is a long phase
     assert int(control.counters[LEARNER_STEADY_US]) == 250_000
-    assert int(control.counters[9]) == now[0] and beat.current == "training"
+    assert int(control.counters[LEARNER_BEAT_NS]) == now[0] and beat.current == "training"
 
 
 def test_a_data_parallel_learner_gets_more_time_from_its_collector() -> None:

@@ -91,6 +91,8 @@ class GradientSynchronizer(Protocol):
 class NullSynchronizer:
     """One process without peers: gradients stay as they are and every step is applied."""
 
+    world_size = 1
+
     def attach(self, groups: Mapping[str, Sequence[nn.Parameter]], buffers: Sequence[torch.Tensor] = ()) -> None:
         return None
 

@@ -254,7 +254,7 @@ class SACFamilyLearner(CycleCaptureMixin):
 
     def _stats_gather(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
         """The synchronizer's gather when there are peers (None: merge the local batch as it is)."""
-        return None if isinstance(self.grad_sync, NullSynchronizer) else self.grad_sync.gather
+        return self.grad_sync.gather if self.grad_sync.world_size > 1 else None
 
     def graph_optimizers(self) -> list[torch.optim.Optimizer]:
         return [self.actor_optimizer, self.critic_optimizer, self.alpha_optimizer]
@@ -274,8 +274,9 @@ class SACFamilyLearner(CycleCaptureMixin):
 
     @torch.no_grad()
     def _count_skip(self, verdict: torch.Tensor | None) -> None:
+        """After the critic's step: its found_inf (1 - verdict, set by step_unless_invalid) is the skip."""
         if verdict is not None:
-            self.skipped_updates.add_(1.0 - verdict)
+            self.skipped_updates.add_(self.critic_optimizer.found_inf)  # type: ignore[attr-defined]
 
     def poison_losses(self, num_updates: int) -> torch.Tensor:
         """The per-update loss offsets (zeros) a test fills with NaN to make updates invalid; a learner

@@ -103,7 +103,11 @@ def run_learner_bench(
     replay_ticks: int = 64,
     seed: int = 0,
     command: str | None = None,
+    data_parallel: bool = False,
 ) -> dict[str, Any]:
+    """`data_parallel`: the learner's gradients go through the all-reduce synchronizer of a world-size-1
+    process group (NCCL on CUDA), as under `training.data_parallel=true` on one device: the graph path is
+    then the DP whole-cycle graph and the eager path eager DP (training.dp_gradient_wire_dtype applies)."""
     import torch
 
     from duorl.algos.registry import make_learner
@@ -128,9 +132,16 @@ def run_learner_bench(
             else:
                 t.normal_(generator=g)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    group = _world_of_one(dev) if data_parallel else None
+    synchronizers: list[Any] = []
 
     def setup() -> tuple[Any, ReplaySampler]:
         learner = make_learner(a, spec, dev, seed)
+        if group is not None:
+            from duorl.dist.grad_sync import AllReduceSynchronizer
+
+            synchronizers.append(AllReduceSynchronizer(group, 1, dev, cfg.training.dp_gradient_wire_dtype))
+            learner.set_synchronizer(synchronizers[-1])
         sampler = ReplaySampler(ring, torch.Generator(device=dev).manual_seed(seed + 1), age_bias=replay_age_bias(a))
         sampler.set_window(0, ticks)
         obs_a, obs_c = ring.ticks_obs(0, ticks)
@@ -187,6 +198,10 @@ def run_learner_bench(
         "graph_ms_per_iteration": None,
         "graph_speedup": None,
         "first_graph_iteration_s": None,
+        "data_parallel": {"world_size": 1, "backend": "nccl" if dev.type == "cuda" else "gloo",
+                          "wire_dtype": cfg.training.dp_gradient_wire_dtype,
+                          "groups": synchronizers[-1].layout(),
+                          "allreduce_round_ms": round(synchronizers[-1].measure_ms(10), 4)} if synchronizers else None,
     }
     if algo == "sac":
         result["networks"] = {"actor_hidden_dims": list(a.actor_hidden_dims), "critic_hidden_dims": list(a.critic_hidden_dims)}
@@ -199,7 +214,27 @@ def run_learner_bench(
             result["eager_ms_per_iteration"]["median"] / result["graph_ms_per_iteration"]["median"], 3
         )
         result["gpu_memory_max_allocated_gib"] = round(torch.cuda.max_memory_allocated(dev) / 2**30, 3)
+    if group is not None:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()  # the graph that held NCCL work was released above
     return result
+
+
+def _world_of_one(dev: Any) -> Any:
+    """A process group of this process alone (NCCL on CUDA, gloo on the CPU) over a file store."""
+    import datetime
+    import tempfile
+
+    import torch
+    import torch.distributed as dist
+
+    store = tempfile.mkdtemp(prefix="duorl-bench-pg-")
+    kwargs = {"device_id": torch.device("cuda", dev.index if dev.index is not None else torch.cuda.current_device())} \
+        if dev.type == "cuda" else {}
+    dist.init_process_group("nccl" if dev.type == "cuda" else "gloo", init_method=f"file://{store}/store", rank=0,
+                            world_size=1, timeout=datetime.timedelta(seconds=300), **kwargs)
+    return dist.group.WORLD
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -212,6 +247,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="untimed eager iterations first (default: 3)")
     parser.add_argument("--device", default=None, help="cuda, cuda:1 or cpu (default: cuda when visible)")
     parser.add_argument("--replay-ticks", type=int, default=64, metavar="T", help="ticks in the replay ring (default: 64)")
+    parser.add_argument("--data-parallel", action="store_true",
+                        help="gradients through the data-parallel all-reduce of a world-size-1 process group (the DP "
+                             "whole-cycle graph and eager DP; training.dp_gradient_wire_dtype applies)")
     parser.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON here")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
 
@@ -229,7 +267,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         check_device_flag(args.device)  # before anything is built: a CPU torch has no CUDA
         result = run_learner_bench(args.algo, args.task, list(args.overrides), args.iters, args.warmup, args.device,
-                                   args.replay_ticks, command=command)
+                                   args.replay_ticks, command=command, data_parallel=args.data_parallel)
     except (ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -27,6 +27,11 @@ FIELDS = {
     "collector_env_step_ms": "Perf/collector_env_step_ms",  # eager ticks only
     "collector_tick_ms": "Perf/collector_tick_ms",
     "nan_resets": "Train/nan_resets",
+    # data parallel: the slowest rank, the spread between ranks (per-rank jitter), the all-reduce time
+    "iteration_ms_slowest_rank": "Perf/iteration_ms_max",
+    "iteration_ms_rank_spread": "Perf/iteration_ms_spread",
+    "dp_grad_sync_ms": "Perf/dp_grad_sync_ms",  # eager DP: time in gradient all-reduces per iteration
+    "dp_allreduce_round_ms": "Perf/dp_allreduce_round_ms",  # DP graph: one eager all-reduce round, measured
 }
 IGNORE_FIRST, REPORT_LAST = 50, 100
 
@@ -57,13 +62,13 @@ class MatrixSpec:
         return cmd
 
 
-def summarize_run(run_dir: Path) -> dict[str, Any]:
-    """The means over the run's last REPORT_LAST iterations (never the first IGNORE_FIRST). Windows are
-    counted in iterations, not log rows: a row stands for the `training.log_interval` iterations up to
-    its own, so an override of the interval (every `key=value` reaches the runs) keeps the window."""
+def summarize_run(run_dir: Path, ignore_first: int = IGNORE_FIRST, report_last: int = REPORT_LAST) -> dict[str, Any]:
+    """The means over the run's last `report_last` iterations (never the first `ignore_first`). Windows
+    are counted in iterations, not log rows: a row stands for the `training.log_interval` iterations up
+    to its own, so an override of the interval (every `key=value` reaches the runs) keeps the window."""
     all_rows = read_metrics(run_dir / "metrics.jsonl")
     last = max((r["iteration"] for r in all_rows), default=0)
-    start = max(IGNORE_FIRST, last - REPORT_LAST)
+    start = max(ignore_first, last - report_last)
     rows = [r for r in all_rows if r["iteration"] > start]
     summary = json.loads((run_dir / "run_summary.json").read_text())
     out: dict[str, Any] = {"status": summary["status"], "iterations_reported": last - start if rows else 0,
@@ -72,6 +77,7 @@ def summarize_run(run_dir: Path) -> dict[str, Any]:
         vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
         out[name] = sum(vals) / len(vals) if vals else None
     out["cuda_process_sharing"] = summary.get("runtime_manifest", {}).get("cuda_process_sharing")
+    out["world_size"] = summary.get("runtime_manifest", {}).get("world_size")
     return out
 
 
@@ -92,7 +98,7 @@ def run_matrix(spec: MatrixSpec, workdir: Path, run: Callable[[list[str]], int] 
             runs[arm].append(result)
     arms = {}
     for arm, rs in runs.items():
-        arms[arm] = {name: _mean([x.get(name) for x in rs]) for name in FIELDS}
+        arms[arm] = {name: mean_of([x.get(name) for x in rs]) for name in FIELDS}
         arms[arm]["completed"] = all(x.get("status") == "completed" for x in rs)
         arms[arm]["mps_validated_every_run"] = all(
             (x.get("cuda_process_sharing") or {}).get("validated", False) for x in rs
@@ -113,7 +119,7 @@ def run_matrix(spec: MatrixSpec, workdir: Path, run: Callable[[list[str]], int] 
     }
 
 
-def _mean(values: list[Any]) -> float | None:
+def mean_of(values: list[Any]) -> float | None:
     vals = [v for v in values if isinstance(v, (int, float))]
     return sum(vals) / len(vals) if vals else None
 

@@ -1,4 +1,5 @@
-"""The schema's keys as dotted paths, for error messages (close matches, expected types)."""
+"""The schema's keys as dotted paths: types, defaults, meanings and allowed values (for error messages,
+`duorl config --keys` and docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import dataclasses
 import difflib
 import functools
 import typing
-from typing import Any
+from typing import Any, Callable
 
+import duorl.config.devices as devices
+from duorl.config.catalog import yaml_task_names
 from duorl.config.schema import Config
 
 
@@ -26,9 +29,9 @@ def _type_name(tp: Any) -> str:
 
 
 @functools.cache
-def leaf_types() -> dict[str, str]:
-    """{"training.num_envs": "int", ...} for every settable leaf of the schema."""
-    out: dict[str, str] = {}
+def _leaves() -> dict[str, tuple[Any, dataclasses.Field[Any]]]:
+    """{"training.num_envs": (its type hint, its dataclass field), ...} for every settable leaf."""
+    out: dict[str, tuple[Any, dataclasses.Field[Any]]] = {}
 
     def walk(cls: type, prefix: str) -> None:
         hints = typing.get_type_hints(cls)
@@ -37,10 +40,16 @@ def leaf_types() -> dict[str, str]:
             if dataclasses.is_dataclass(tp):
                 walk(tp, f"{prefix}{f.name}.")
             else:
-                out[f"{prefix}{f.name}"] = _type_name(tp)
+                out[f"{prefix}{f.name}"] = (tp, f)
 
     walk(Config, "")
     return out
+
+
+@functools.cache
+def leaf_types() -> dict[str, str]:
+    """{"training.num_envs": "int", ...} for every settable leaf of the schema."""
+    return {k: _type_name(tp) for k, (tp, _) in _leaves().items()}
 
 
 def default_of(key: str) -> Any:
@@ -73,6 +82,63 @@ def close_matches(key: str, n: int = 3) -> list[str]:
         return [k for _, k in sorted(scored, key=lambda t: -t[0])[:n]]
     sections = sorted({k.rsplit(".", 1)[0] for k in leaf_types() if "." in k})
     return difflib.get_close_matches(key, sections, n=n, cutoff=0.75)
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyInfo:
+    """One settable key as documented: what `duorl config --keys` and docs/configuration.md show."""
+
+    key: str
+    type: str
+    default: Any
+    help: str | None  # the schema's one-line meaning (None: the key was declared without setting())
+    allowed: str
+
+
+def _allowed_from_validator(key: str, type_name: str) -> str:
+    """What config.validate accepts for `key`, read from its range tables so the two cannot drift."""
+    from duorl.config import validate as v
+
+    ints = dict(v._INT_MIN)  # noqa: SLF001 - the validator's own tables
+    floats = {k: (lo, inclusive) for k, lo, inclusive in v._FLOAT_MIN}  # noqa: SLF001
+    if key in ints:
+        return f">= {ints[key]}"
+    if key in floats:
+        lo, inclusive = floats[key]
+        return f"{'>=' if inclusive else '>'} {lo:g}"
+    if type_name == "bool":
+        return "true, false"
+    if type_name == "bool or null":
+        return "null, true, false"
+    return "any"
+
+
+# Keys whose allowed values are defined by the module that checks them (it imports the schema, so the
+# schema cannot name them). task.name: the task YAMLs, not the envs registry, whose import costs seconds
+# (the same set: tested).
+_ALLOWED_ELSEWHERE: dict[str, Callable[[], str]] = {
+    "training.devices": lambda: devices.ALLOWED,
+    "task.name": lambda: ", ".join(yaml_task_names()),
+}
+
+
+@functools.cache
+def describe() -> dict[str, KeyInfo]:
+    """Every settable leaf with its type, default, one-line meaning and allowed values, in schema order.
+
+    Allowed values: the key's `allowed` in the schema (choices or a short text) where it has one, else
+    the validator's range for it, else what its type admits."""
+    out: dict[str, KeyInfo] = {}
+    for key, (_, f) in _leaves().items():
+        type_name = leaf_types()[key]
+        allowed = f.metadata.get("allowed")
+        if isinstance(allowed, tuple):
+            allowed = ("null, " if "or null" in type_name else "") + ", ".join(allowed)
+        if key in _ALLOWED_ELSEWHERE:
+            allowed = _ALLOWED_ELSEWHERE[key]()
+        out[key] = KeyInfo(key, type_name, default_of(key), f.metadata.get("help"),
+                           allowed or _allowed_from_validator(key, type_name))
+    return out
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -20,11 +20,12 @@ from omegaconf.errors import ConfigKeyError, InterpolationResolutionError, Omega
 import duorl.config.devices as devices
 from duorl.config.catalog import algo_yaml, available_tasks, task_yaml
 from duorl.config.errors import NO_VALUE, ConfigError, ConfigErrors, format_value
+from duorl.config.extras import check_extras
 from duorl.config.keys import close_matches, default_of, leaf_types
 from duorl.config.schema import ALGOS, Config
 from duorl.config.validate import validate
 
-__all__ = ["load_config", "config_to_dict", "config_hash", "best_sim"]
+__all__ = ["load_config", "resolve_config", "config_to_dict", "config_hash", "best_sim"]
 
 # Examples for keys whose schema default (null) shows nothing useful.
 _EXAMPLES: dict[str, Any] = {"training.devices": ["cpu"], "task.max_episode_steps": 1000}
@@ -76,14 +77,14 @@ def _wrap(e: Exception, key: str | None, value: Any, source: str) -> ConfigError
                            f"set one of its keys, e.g. {eg}={format_value(default_of(eg))}")
     if isinstance(e, ConfigKeyError) and base not in leaf_types():
         matches = close_matches(base)
-        allowed = ("close matches: " + ", ".join(matches)) if matches else "the keys of config/schema.py"
+        allowed = ("close matches: " + ", ".join(matches)) if matches else "the keys `duorl config --keys` lists"
         shown = "" if value is NO_VALUE else f"={format_value(value)}"
         if not matches:
-            fix = "check the spelling against config/schema.py"
+            fix = "check the spelling against `duorl config --keys`"
         elif matches[0] in leaf_types():
-            fix = f"use {matches[0]}{shown}"
+            fix = f"use {matches[0]}{shown} (every key: `duorl config --keys`)"
         else:  # a section: name one of its keys
-            fix = f"use a key of {matches[0]}, e.g. {_sections()[matches[0]][0]}"
+            fix = f"use a key of {matches[0]}, e.g. {_sections()[matches[0]][0]} (every key: `duorl config --keys`)"
         return ConfigError(full_key, value, f"unknown key{where}", allowed, fix)
     expected = leaf_types().get(base)
     if expected is not None:
@@ -91,7 +92,7 @@ def _wrap(e: Exception, key: str | None, value: Any, source: str) -> ConfigError
         eg = f", e.g. {base}={format_value(example)}" if example is not None else ""
         return ConfigError(full_key, value, f"wrong type{where}: {first_line}", _ALLOWED.get(base, expected),
                            f"give {base} a value of type {expected}{eg}")
-    return ConfigError(full_key, value, f"invalid{where}: {first_line}", "values matching config/schema.py",
+    return ConfigError(full_key, value, f"invalid{where}: {first_line}", "the values `duorl config --keys` lists",
                        "fix or remove this entry")
 
 
@@ -145,6 +146,33 @@ def _pinned(key: str, chosen: str, value: Any, flag: str) -> None:
                           f"only {flag}", f"use {flag} {value} and drop the {key} override")
 
 
+# Where a resolved value came from (`duorl config` prints it beside each value), lowest layer first.
+SOURCES = {
+    "schema": "config/schema.py",
+    "algo": "defaults/algo/ALGO.yaml",
+    "task": "defaults/task/TASK.yaml (its algo_by_name entry included)",
+    "override": "a key=value argument",
+    "--algo": "the --algo flag (default sac)", "--task": "the --task flag (default pendulum_swingup)",
+    "--sim": "the --sim flag",
+    "auto": "picked for this machine (sim.name: mjwarp with a visible GPU, else mujoco)",
+}
+
+
+def layer_keys(data: Any, prefix: str = "") -> list[str]:
+    """The schema keys a layer (a YAML mapping or a parsed override) sets. A list value is one key;
+    a mapping under a settable key is left to the merge to refuse."""
+    out: list[str] = []
+    if not isinstance(data, dict):
+        return out
+    for k, v in data.items():
+        key = f"{prefix}{k}"
+        if key in leaf_types() or not isinstance(v, dict):
+            out.append(key)
+        else:
+            out.extend(layer_keys(v, key + "."))
+    return out
+
+
 def load_config(algo: str, task: str, sim: str | None = None, overrides: list[str] | tuple[str, ...] = (),
                 probe_devices: bool = True) -> Config:
     """The validated Config for `duorl train --algo ALGO --task TASK [--sim SIM] [key=value ...]`.
@@ -154,16 +182,30 @@ def load_config(algo: str, task: str, sim: str | None = None, overrides: list[st
     `probe_devices=False`: device entries are checked for their shape only, without a CUDA query (a
     data-parallel rank reads its entry before narrowing CUDA_VISIBLE_DEVICES to it).
     """
+    return resolve_config(algo, task, sim, overrides, probe_devices)[0]
+
+
+def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list[str] | tuple[str, ...] = (),
+                   probe_devices: bool = True) -> tuple[Config, dict[str, str]]:
+    """load_config's Config and, per dotted key, the layer that set its value (a key of SOURCES)."""
     if not _NAME.fullmatch(algo):
         raise ConfigError("algo.name", algo, "unknown algorithm", ", ".join(ALGOS), "pick one with --algo, e.g. --algo sac")
     if not _NAME.fullmatch(task):
         raise ConfigError("task.name", task, "unknown task", ", ".join(available_tasks()),
                           "pick one with --task (see `duorl train --help`)")
     cfg: DictConfig = OmegaConf.structured(Config)
+    sources = dict.fromkeys(leaf_types(), "schema")
+
+    def merge(layer: dict[str, Any] | DictConfig, source: str, where: str, key: str | None = None,
+              value: Any = NO_VALUE) -> None:
+        nonlocal cfg
+        cfg = _merge(cfg, layer if isinstance(layer, DictConfig) else OmegaConf.create(layer), where, key, value)
+        plain = OmegaConf.to_container(layer) if isinstance(layer, DictConfig) else layer
+        sources.update(dict.fromkeys(layer_keys(plain), source))
 
     path = algo_yaml(algo)
     if path.is_file():
-        cfg = _merge(cfg, OmegaConf.create(_read_yaml(path)), str(path))
+        merge(_read_yaml(path), "algo", str(path))
 
     path = task_yaml(task)
     if path.is_file():
@@ -173,14 +215,16 @@ def load_config(algo: str, task: str, sim: str | None = None, overrides: list[st
             raise ConfigError("algo_by_name", by_name if not isinstance(by_name, dict) else sorted(by_name),
                               f"must map algorithm names to algo settings (in {path})", ", ".join(ALGOS),
                               "fix the algo_by_name section of the task YAML")
-        cfg = _merge(cfg, OmegaConf.create(data), str(path))
+        merge(data, "task", str(path))
         if by_name.get(algo):
-            cfg = _merge(cfg, OmegaConf.create({"algo": by_name[algo]}), f"{path} algo_by_name.{algo}")
+            merge({"algo": by_name[algo]}, "task", f"{path} algo_by_name.{algo}")
 
     cfg.algo.name = algo
     cfg.task.name = task
+    sources.update({"algo.name": "--algo", "task.name": "--task"})
     if sim is not None:
         cfg.sim.name = sim
+        sources["sim.name"] = "--sim"
 
     sim_overridden = False
     # every bad override is reported, with every bad value of the rest (validate): one refusal names all
@@ -199,30 +243,34 @@ def load_config(algo: str, task: str, sim: str | None = None, overrides: list[st
                         _pinned(key, sim, value, "--sim")
                     sim_overridden = True
             # errors quote the value as typed, which is what the user will edit
-            cfg = _merge(cfg, layer, "", key=key, value=raw)
+            merge(layer, "override", "", key=key, value=raw)
         except ConfigError as e:
             refused.append(e)
 
     if sim is None and not sim_overridden:
         cfg.sim.name = best_sim()
+        sources["sim.name"] = "auto"
 
     try:
         obj = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as e:  # unresolvable interpolation, missing value
         raise _wrap(e, None, NO_VALUE, "") from None
     assert isinstance(obj, Config)
+    known = lambda e: e.key in {r.key for r in refused}  # noqa: E731 - one problem per key
     try:
         validate(obj, probe_devices=probe_devices)
     except ConfigErrors as e:
-        refused.extend(x for x in e.errors if x.key not in {r.key for r in refused})
+        refused.extend(x for x in e.errors if not known(x))
     except ConfigError as e:
-        if e.key not in {r.key for r in refused}:
+        if not known(e):
             refused.append(e)
+    if not refused:
+        check_extras(obj)  # an optional package's settings, once the rest is right
     if len(refused) == 1:
         raise refused[0]
     if refused:
         raise ConfigErrors(refused)
-    return obj
+    return obj, sources
 
 
 def config_to_dict(cfg: Config) -> dict[str, Any]:

@@ -56,6 +56,7 @@ _INT_MIN: tuple[tuple[str, int], ...] = (
     ("debug.nan_inject_step", -1),  # -1 = never
     ("debug.nan_loss_iteration", -1),  # -1 = never
     ("debug.nan_loss_rank", 0),
+    ("debug.fail_capture_rank", -1),
 )
 # (key, lower bound, lower inclusive?) for floats; every float must also be finite.
 _FLOAT_MIN: tuple[tuple[str, float, bool], ...] = (

@@ -34,6 +34,15 @@ class DataParallelCoordinator:
     def barrier(self, what: str) -> None:
         self.ctx.barrier(f"waiting until {what}")
 
+    def agree_capture(self, problem: str | None) -> None:
+        from duorl.dist.group import RankRefusal
+        from duorl.graphs import GraphCaptureError
+
+        try:
+            self.ctx.agree(problem, "agreeing on the whole-cycle graph capture")
+        except RankRefusal as e:
+            raise GraphCaptureError(f"the data-parallel whole-cycle graph capture failed on {e}") from None
+
 
 def reduce_rows(rows: list[dict[str, float]], extra: dict[str, float] | None = None) -> dict[str, float]:
     """One metric row from every rank's row: summed throughput, averaged everything else, and for the
@@ -55,13 +64,18 @@ def reduce_rows(rows: list[dict[str, float]], extra: dict[str, float] | None = N
 class RankReporter:
     """A Reporter on every rank; rank 0 forwards to the run directory (`inner`), others to nothing."""
 
-    def __init__(self, ctx: DistContext, inner: Any | None, grad_sync_ms: Callable[[], float | None],
-                 rank_record: dict[str, Any]) -> None:
+    # in graph mode, how often (log rows) every rank measures one all-reduce round eagerly
+    MEASURE_EVERY = 50
+
+    def __init__(self, ctx: DistContext, inner: Any | None, sync: Any, rank_record: dict[str, Any]) -> None:
         if (inner is None) != (ctx.rank != 0):
             raise ValueError("rank 0 and only rank 0 holds the run directory")
         self.ctx, self.inner = ctx, inner
-        self.grad_sync_ms = grad_sync_ms  # this rank's Perf/dp_grad_sync_ms since the last row
+        self.sync = sync  # the gradient synchronizer: its all-reduce timings
         self.rank_record = rank_record  # rank, host, local rank, device UUID
+        self._rows = 0
+        self._round_ms: float | None = None
+        self._last_iteration = 0
 
     def started(self, manifest: dict[str, Any]) -> None:
         record = {**self.rank_record, "learner_pid": manifest.get("learner_pid"),
@@ -73,9 +87,18 @@ class RankReporter:
 
     def log(self, iteration: int, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None:
         row = dict(metrics)
-        ms = self.grad_sync_ms()
+        ms = self.sync.take_ms()
         if ms is not None:
-            row["Perf/dp_grad_sync_ms"] = ms
+            # eager iterations: the time this rank spent in gradient all-reduces, per iteration
+            row["Perf/dp_grad_sync_ms"] = ms / max(iteration - self._last_iteration, 1)
+        elif "Perf/learner_train_ms" in metrics:
+            # the reductions ran inside the captured graph, where they cannot be timed: every rank
+            # measures one eager all-reduce round over the same buffers together, now and then
+            if self._rows % self.MEASURE_EVERY == 0:
+                self._round_ms = self.sync.measure_ms(repeats=3)
+            self._rows += 1
+            row["Perf/dp_allreduce_round_ms"] = self._round_ms
+        self._last_iteration = iteration
         rows = self.ctx.all_gather((row, env_steps), "reducing a metric row")
         if self.inner is not None:
             total_steps = sum(steps for _, steps in rows)

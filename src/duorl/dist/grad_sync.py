@@ -1,11 +1,13 @@
 """Gradient averaging over ranks: one flat buffer per optimizer group, all-reduced (DESIGN.md §4).
 
-Per optimizer step of a group: its gradients are copied into the group's flat fp32 buffer (allocated
-once: its address never changes, so a CUDA graph can capture the step), one extra element carries
-this rank's verdict (1 when the loss or a gradient is not finite), the buffer is all-reduced with
-SUM, restored to fp32 where it travelled as bf16, divided by the world size in fp32 and copied back
-into `.grad` in place. The verdict returned to the learner is 1.0 only when no rank's loss was
-invalid, so every rank skips the same optimizer steps. Optimizer state is never sent.
+Each group's gradients live in one flat fp32 buffer, allocated once at attach (every `.grad` becomes
+a view of it, so backward accumulates straight into it and its address never changes: a CUDA graph
+can capture the step, and no copy goes in or out). Per optimizer step one extra element carries this
+rank's verdict: 0 when its loss is finite, NaN when it is not. The buffer is all-reduced with SUM,
+restored to fp32 where it travelled as bf16, and divided by the world size in fp32. A non-finite
+loss or gradient on any rank then reaches every rank's sum, so the verdict returned to the learner,
+1.0 when the reduced buffer is all finite, is the same everywhere and every rank skips the same
+optimizer steps. Optimizer state is never sent.
 
 `training.dp_gradient_wire_dtype=bfloat16` sends fp32 groups of at least WIRE_MIN_ELEMENTS gradient
 elements as bf16 (a separate wire buffer): parameters, optimizer state and gradients keep their dtype
@@ -94,22 +96,27 @@ class AllReduceSynchronizer:
                                                                                       device=self.device)
             views, offset = [], 0
             for p in params:
-                views.append(flat[offset:offset + p.numel()].view_as(p))
+                view = flat[offset:offset + p.numel()].view_as(p)
+                if p.grad is not None:
+                    view.copy_(p.grad)
+                # the gradient is the buffer from now on (before any capture: graphs see one address)
+                p.grad = view
+                views.append(view)
                 offset += p.numel()
             self._groups[name] = _Group(params, flat, wire, views, n)
 
     def synchronize(self, group: str, loss: torch.Tensor) -> torch.Tensor:
         g = self._groups[group]
-        grads = [p.grad for p in g.params]
+        if any(p.grad is None or p.grad.data_ptr() != v.data_ptr() for p, v in zip(g.params, g.views)):
+            raise RuntimeError(f"a gradient of the {group} group was replaced after attach (zero_grad(set_to_none="
+                               "True)?): gradients must stay views of the synchronizer's buffer")
         n = g.numel
-        torch._foreach_copy_(g.views, grads)
-        finite = torch.isfinite(loss.detach()).all() & torch.isfinite(g.flat[:n]).all()
-        g.flat[n:].copy_((~finite).float().reshape(1))
+        torch.mul(loss.detach().float().reshape(1), 0.0, out=g.flat[n:])  # 0, or NaN for a non-finite loss
         self._all_reduce(g)
-        # a rank's NaN/inf reaches every rank's average; the verdict then skips the step everywhere
-        g.flat[:n].div_(self.world_size)
-        torch._foreach_copy_(grads, g.views)
-        return (g.flat[n] == 0).float()
+        if self.world_size > 1:  # x / 1 is x: nothing to do alone
+            g.flat[:n].div_(self.world_size)
+        # NaN or inf anywhere in the sum: some rank's loss or gradient was not finite
+        return torch.isfinite(g.flat).all().float()
 
     def average_buffers(self) -> None:
         if not self._buffers:
@@ -150,10 +157,15 @@ class AllReduceSynchronizer:
             fn()
             self._host_ms += (time.perf_counter() - t0) * 1e3
             return
-        timed = not torch.cuda.is_current_stream_capturing()
+        capturing = torch.cuda.is_current_stream_capturing()
+        timed = not capturing
         # fork_stream=False (tests only): a side stream that never waits on the current one
         ctx = forked_stream(self._side) if self.fork_stream else torch.cuda.stream(self._side)
         with ctx:
+            if capturing and not torch.cuda.is_current_stream_capturing():
+                # its work would run eagerly now, outside the graph, and never in a replay
+                raise RuntimeError(f"the all-reduce's side stream {self._side} is not part of the capture: it is "
+                                   "unjoined (it does not fork from the capture stream)")
             start = end = None
             if timed:
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

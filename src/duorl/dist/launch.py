@@ -163,7 +163,7 @@ def summarize_failures(failures: dict[int, Any]) -> tuple[str, int]:
         rows.append(RankFailure(rank, f.exitcode, msg, bool(extra.get("duorl_secondary", False)) if own else False, sig))
     primary = [r for r in rows if not r.secondary] or rows
     code = 2 if all(r.exitcode == 2 for r in primary) else 1
-    lines = [r.message for r in primary]
+    lines = list(dict.fromkeys(r.message for r in primary))  # ranks that agreed on one failure say it once
     others = [r for r in rows if r not in primary]
     if others:
         lines.append(f"(ranks {', '.join(str(r.rank) for r in others)} stopped because a peer rank was lost)")
@@ -186,6 +186,8 @@ def launch(argv: Sequence[str], nprocs: int, run_dir: str | None = None) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+    # torch >= 2.12 takes the shutdown grace as a field; before, it is its fixed 30 s
+    grace = {"shutdown_timeout": SHUTDOWN_GRACE_S} if "shutdown_timeout" in LaunchConfig.__dataclass_fields__ else {}
     config = LaunchConfig(
         min_nodes=1,
         max_nodes=1,
@@ -196,7 +198,7 @@ def launch(argv: Sequence[str], nprocs: int, run_dir: str | None = None) -> int:
         max_restarts=0,  # a failed rank ends the run: restarting would hide it
         monitor_interval=0.2,
         logs_specs=DefaultLogsSpecs(),
-        shutdown_timeout=SHUTDOWN_GRACE_S,
+        **grace,
     )
     print(f"duorl: data parallel: starting {nprocs} ranks on this host (torch.distributed.launcher)", flush=True)
     try:

@@ -1,8 +1,10 @@
 """`duorl mps start|status|stop|doctor`: a CUDA MPS control daemon in directories duorl owns.
 
 start writes what it started to ~/.cache/duorl/mps/<name>/state.json; stop stops only a daemon recorded
-there. Nothing here changes GPU settings (compute mode, clocks, MIG): set-ups that would need that
-(MIG, a daemon over several GPUs) are refused with a message.
+there, and not while it still serves clients (another run's learners and collectors) unless forced.
+One daemon serves every GPU visible to it, so a data-parallel run on several GPUs of a host shares one;
+`CUDA_VISIBLE_DEVICES=i duorl mps start --name gpu<i>` starts one per GPU instead. Nothing here
+changes GPU settings (compute mode, clocks, MIG): set-ups that would need that (MIG) are refused.
 """
 
 from __future__ import annotations
@@ -70,11 +72,6 @@ def start(name: str = "default") -> dict[str, Any]:
     gpus = visible_gpus()
     if not gpus:
         raise MpsCommandError("no GPU is visible (nvidia-smi / CUDA_VISIBLE_DEVICES)")
-    if len(gpus) > 1:
-        raise MpsCommandError(
-            f"{len(gpus)} GPUs are visible; duorl starts one MPS daemon per GPU and will not start one for several GPUs "
-            "at once. Pick one: CUDA_VISIBLE_DEVICES=0 duorl mps start --name gpu0"
-        )
     if _mig_enabled():
         raise MpsCommandError("MIG is enabled on this GPU; duorl does not run MPS on MIG instances (and never changes MIG mode)")
     pipe.mkdir(parents=True, exist_ok=True)
@@ -91,7 +88,7 @@ def start(name: str = "default") -> dict[str, Any]:
         if time.monotonic() > deadline:
             raise MpsCommandError(f"the daemon did not answer on {pipe} within 10 s; see {log}/control.log")
         time.sleep(0.1)
-    state = {"name": name, "pipe_directory": str(pipe), "log_directory": str(log), "gpu": gpus[0],
+    state = {"name": name, "pipe_directory": str(pipe), "log_directory": str(log), "gpu": gpus[0], "gpus": gpus,
              "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     state_file.write_text(json.dumps(state, indent=2) + "\n")
     return state
@@ -114,15 +111,37 @@ def status(name: str = "default", host: MpsHost | None = None) -> dict[str, Any]
         out["servers"] = {}
         for pid in _pids(servers):
             c, clients = host.control(str(pipe), f"get_client_list {pid}")
-            out["servers"][pid] = _pids(clients) if c == 0 else []
+            out["servers"][pid] = [{"pid": cp, "command": _command_of(cp)} for cp in (_pids(clients) if c == 0 else [])]
     return out
 
 
-def stop(name: str = "default") -> bool:
-    """Stop the daemon duorl started under `name`; returns False when there was none."""
+def _command_of(pid: int) -> str | None:
+    """A client's command line (which run it belongs to), where /proc shows it."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip() or None
+    except OSError:
+        return None
+
+
+def clients_of(name: str, host: MpsHost | None = None) -> list[int]:
+    """Every client PID of every server of the daemon recorded under `name`."""
+    servers = status(name, host).get("servers") or {}
+    return [c["pid"] for clients in servers.values() for c in clients]
+
+
+def stop(name: str = "default", force: bool = False, host: MpsHost | None = None) -> bool:
+    """Stop the daemon duorl started under `name`; returns False when there was none. Refused while it
+    serves clients (runs that share it would lose their MPS server) unless `force`."""
     pipe, _, state_file = daemon_dirs(name)
     if not state_file.exists():
         return False
+    clients = clients_of(name, host)
+    if clients and not force:
+        raise MpsCommandError(
+            f"duorl's MPS daemon '{name}' still serves {len(clients)} client process(es) ({', '.join(map(str, clients))}; "
+            f"see duorl mps status --name {name}): stopping it would take their MPS server away. Stop those runs "
+            f"first, or force it: duorl mps stop --name {name} --force"
+        )
     if _answers(str(pipe)):
         RealHost().control(str(pipe), "quit")
         deadline = time.monotonic() + 10
@@ -155,11 +174,11 @@ def doctor(host: MpsHost | None = None, pipe_dir: str | None = None) -> tuple[bo
     return True, lines
 
 
-def mps_main(action: str, name: str) -> int:
+def mps_main(action: str, name: str, force: bool = False) -> int:
     try:
         if action == "start":
             st = start(name)
-            print(f"started MPS daemon '{name}' for {st['gpu']}")
+            print(f"started MPS daemon '{name}' for {', '.join(st['gpus'])}")
             print(f"  pipe {st['pipe_directory']}\n  log  {st['log_directory']}")
             print("Run duorl in an environment with:")
             print(f"  export CUDA_MPS_PIPE_DIRECTORY={st['pipe_directory']}")
@@ -168,7 +187,7 @@ def mps_main(action: str, name: str) -> int:
             print(json.dumps(status(name), indent=2))
             return 0
         if action == "stop":
-            if stop(name):
+            if stop(name, force=force):
                 print(f"stopped duorl's MPS daemon '{name}'")
                 return 0
             print(f"no MPS daemon started by duorl under the name '{name}' (nothing stopped)", file=sys.stderr)

@@ -86,9 +86,11 @@ def probe_mps(
     pipe_dir: str | None = None,
     rank: int = 0,
     world_size: int = 1,
+    host_checks: bool = True,
 ) -> MpsEvidence:
     """Check every prerequisite of MPS mode in order; null mode returns at once without touching the
-    host."""
+    host. `host_checks=False` leaves out the host-level ones (pipe directory, control socket, daemon),
+    which another rank of this host checks for the daemon they share."""
     if configured is None:
         return MpsEvidence(configured=None, effective=None, validated=False, rank=rank, world_size=world_size)
     pipe = pipe_dir or pipe_directory()
@@ -111,6 +113,11 @@ def probe_mps(
             "give learner and collector the same GPU (one entry in training.devices)",
         )
     control = os.path.join(pipe, "control")
+    if not host_checks:
+        return MpsEvidence(configured=configured, effective=None, validated=False, rank=rank, world_size=world_size,
+                           control_pipe=control, learner_device=str(learner_device),
+                           collector_device=str(collector_device), learner_uuid=learner_uuid,
+                           collector_uuid=collector_uuid)
     kind = host.path_kind(pipe)
     if kind != "dir":
         raise MpsUnavailable("control_socket", f"the MPS pipe directory {pipe} does not exist",
@@ -144,6 +151,22 @@ def probe_mps(
         learner_uuid=learner_uuid,
         collector_uuid=collector_uuid,
     )
+
+
+def verify_same_gpu(evidence: MpsEvidence, collector_opened: str) -> MpsEvidence:
+    """Once the collector runs: the device it reports having opened must be the learner's GPU (UUIDs:
+    under data parallel every process says cuda:0, so only UUIDs prove one physical GPU)."""
+    if evidence.configured is None:
+        return evidence
+    if evidence.learner_uuid is None or collector_opened != evidence.learner_uuid:
+        raise MpsUnavailable(
+            "same_gpu",
+            f"the collector opened {collector_opened or 'no device'}, and the learner runs on {evidence.learner_uuid} "
+            "(not the same physical GPU)",
+            "give learner and collector one GPU (one entry of training.devices per rank; do not change "
+            "CUDA_VISIBLE_DEVICES between them)",
+        )
+    return replace(evidence, collector_uuid=collector_opened)
 
 
 def verify_clients(evidence: MpsEvidence, learner_pid: int, collector_pid: int, host: MpsHost) -> MpsEvidence:

@@ -13,7 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from duorl.mps import probe as _probe
-from duorl.mps.probe import MpsEvidence, MpsHost, MpsUnavailable, pipe_directory, probe_mps, verify_clients
+from duorl.mps.probe import (MpsEvidence, MpsHost, MpsUnavailable, pipe_directory, probe_mps, verify_clients,
+                             verify_same_gpu)
+
+# CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY may name per-rank directories (one daemon per rank)
+RANK_FIELDS = ("{rank}", "{local_rank}")
 
 
 @dataclass(frozen=True)
@@ -28,16 +32,19 @@ class MpsVerdict:
 
     @classmethod
     def failed(cls, evidence: MpsEvidence, error: MpsUnavailable) -> "MpsVerdict":
-        return cls(evidence, ok=False, prerequisite=error.prerequisite, message=str(error))
+        return cls(evidence, ok=False, prerequisite=error.prerequisite,
+                   message=f"unmet prerequisite '{error.prerequisite}': {error}")
 
 
 class MpsSession:
     """training.cuda_process_sharing for one rank: `configured` is null or "mps"."""
 
-    def __init__(self, configured: str | None, host: MpsHost | None = None, rank: int = 0, world_size: int = 1) -> None:
+    def __init__(self, configured: str | None, host: MpsHost | None = None, rank: int = 0, world_size: int = 1,
+                 local_rank: int = 0) -> None:
         self.configured = configured
         self.host = host if host is not None else _probe.RealHost()  # looked up late: tests fake the host
-        self.rank, self.world_size = rank, world_size
+        self.rank, self.world_size, self.local_rank = rank, world_size, local_rank
+        self.per_rank_daemon = False  # set by prepare_environment
         self.evidence = MpsEvidence(configured=configured, effective=None, validated=False, rank=rank,
                                     world_size=world_size)
 
@@ -46,28 +53,40 @@ class MpsSession:
         return self.configured is not None
 
     def prepare_environment(self) -> None:
-        """Before CUDA initialises: the pipe directory every process of this rank talks to (the spawned
-        collector inherits it)."""
-        if self.requested:
-            os.environ.setdefault("CUDA_MPS_PIPE_DIRECTORY", pipe_directory())
+        """Before CUDA initialises: the pipe (and log) directory every process of this rank talks to
+        (the spawned collector inherits them). By default one daemon serves the host's ranks; a
+        directory naming {rank} or {local_rank} selects a daemon per rank. An explicit directory is
+        used as given: nothing looks into another user's default MPS root."""
+        if not self.requested:
+            return
+        for var in ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"):
+            value = os.environ.get(var)
+            if value and any(f in value for f in RANK_FIELDS):
+                os.environ[var] = value.replace("{rank}", str(self.rank)).replace("{local_rank}", str(self.local_rank))
+                self.per_rank_daemon = True
+        os.environ.setdefault("CUDA_MPS_PIPE_DIRECTORY", pipe_directory())
 
     def probe(self, learner_device: str, collector_device: str) -> MpsVerdict:
         """Every prerequisite before anything is built; null mode answers at once, touching nothing."""
         if not self.requested:
             return MpsVerdict(self.evidence)
+        # host level (the daemon) once per host: by the host's first rank, unless each rank has its own
+        host_checks = self.per_rank_daemon or self.local_rank == 0
         try:
             self.evidence = probe_mps(self.configured, learner_device, collector_device, self.host,
-                                      rank=self.rank, world_size=self.world_size)
+                                      rank=self.rank, world_size=self.world_size, host_checks=host_checks)
         except MpsUnavailable as e:
             return MpsVerdict.failed(self.evidence, e)
         return MpsVerdict(self.evidence)
 
-    def verify(self, learner_pid: int, collector_pid: int) -> MpsVerdict:
-        """After both processes hold a CUDA context: both must be clients of one MPS server (MPS fails
-        open, so a run that was not seen as a client did not share the GPU)."""
+    def verify(self, learner_pid: int, collector_pid: int, collector_opened: str) -> MpsVerdict:
+        """After both processes hold a CUDA context: the collector opened the learner's GPU (its UUID as
+        the collector reports it), and both are clients of one MPS server (MPS fails open, so a run that
+        was not seen as a client did not share the GPU)."""
         if not self.requested:
             return MpsVerdict(self.evidence)
         try:
+            self.evidence = verify_same_gpu(self.evidence, collector_opened)
             self.evidence = verify_clients(self.evidence, learner_pid, collector_pid, self.host)
         except MpsUnavailable as e:
             self.evidence = replace(self.evidence, learner_pid=learner_pid, collector_pid=collector_pid)

@@ -24,6 +24,7 @@ from duorl.runtime.control import (
     FINAL_BOUNDARY,
     COLLECTOR_READY,
     STOP,
+    STOP_REQUESTED,
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
     ControlBlock,
@@ -90,9 +91,12 @@ def _die_with_parent() -> None:
 def collector_main(args: CollectorArgs) -> None:
     """Entry point of the spawned process."""
     _die_with_parent()
-    # Ctrl-C reaches the whole process group; the learner owns shutdown and tells us through STOP
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     control = args.control
+    # Ctrl-C reaches the whole process group; the learner owns shutdown and tells us through STOP.
+    # A SIGTERM (e.g. torch's launcher stopping the rank's process group) asks the learner for the
+    # same clean stop instead of killing the collector under it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: control.set(STOP_REQUESTED, 1))
     control.set(COLLECTOR_PID, os.getpid())
     try:
         _run(args)
@@ -157,6 +161,7 @@ def _run(args: CollectorArgs) -> None:
     stop = lambda: control.get(STOP) == 1  # noqa: E731
     s = args.env_steps_per_sync
 
+    control.write_device(_opened_device(device))
     obs = _to(env.reset(), device)
     if args.restore is not None:
         obs = _restore(args.restore, env, actor, gen, device)
@@ -202,6 +207,15 @@ def _run(args: CollectorArgs) -> None:
             k += 1
     finally:
         tick.release()  # the graph goes before the env and tensors it references
+
+
+def _opened_device(device: torch.device) -> str:
+    """The device this process actually opened: its GPU's UUID (what a same-GPU check can compare
+    across processes, whatever ordinal each sees), else "cpu"."""
+    if device.type != "cuda":
+        return "cpu"
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    return f"GPU-{uuid}" if uuid is not None else str(device)
 
 
 def snapshot_path(directory: str | os.PathLike, boundary: int) -> str:

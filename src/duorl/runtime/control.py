@@ -27,14 +27,15 @@ COLLECTOR_FAILED = 4  # collector: 1 = it raised; message in the error buffer
 COLLECTOR_PHASE = 5  # collector: what it is doing (a Phase value), for error messages
 COLLECTOR_PID = 6
 FINAL_BOUNDARY = 7  # learner: the iteration boundary of the final checkpoint (set before STOP)
+STOP_REQUESTED = 8  # collector: a SIGTERM reached it; the learner stops the run cleanly
 # liveness (runtime/heartbeat.py): each process's phase, a host timestamp (time.monotonic_ns, one
 # clock for every process of the host) and its longest steady-state phase so far (microseconds)
-LEARNER_PHASE = 8
-LEARNER_BEAT_NS = 9
-COLLECTOR_BEAT_NS = 10
-LEARNER_STEADY_US = 11
-COLLECTOR_STEADY_US = 12
-N_SLOTS = 13
+LEARNER_PHASE = 9
+LEARNER_BEAT_NS = 10
+COLLECTOR_BEAT_NS = 11
+LEARNER_STEADY_US = 12
+COLLECTOR_STEADY_US = 13
+N_SLOTS = 14
 
 # collector statistics, one row per iteration parity (iteration k writes row k % 2)
 STAT_FIELDS = (
@@ -70,6 +71,7 @@ LEARNER_PHASES = ("starting", "waiting for the collector", "waiting for the othe
                   "training", "publishing weights", "logging", "writing a checkpoint", "stopping")
 
 ERROR_BYTES = 8192
+DEVICE_BYTES = 128
 
 
 @dataclass
@@ -77,6 +79,8 @@ class ControlBlock:
     counters: torch.Tensor  # [N_SLOTS] int64, shared
     stats: torch.Tensor  # [2, len(STAT_FIELDS)] float64, shared
     error: torch.Tensor  # [ERROR_BYTES] uint8, shared
+    # the collector: the device it actually opened ("GPU-<uuid>" or "cpu"), written before COLLECTOR_READY
+    device: torch.Tensor  # [DEVICE_BYTES] uint8, shared
 
     @classmethod
     def allocate(cls) -> "ControlBlock":
@@ -84,10 +88,17 @@ class ControlBlock:
             counters=torch.zeros(N_SLOTS, dtype=torch.int64),
             stats=torch.zeros((2, len(STAT_FIELDS)), dtype=torch.float64),
             error=torch.zeros(ERROR_BYTES, dtype=torch.uint8),
+            device=torch.zeros(DEVICE_BYTES, dtype=torch.uint8),
         )
-        for t in (block.counters, block.stats, block.error):
+        for t in (block.counters, block.stats, block.error, block.device):
             t.share_memory_()
         return block
+
+    def write_device(self, name: str) -> None:
+        _write_text(self.device, name)
+
+    def read_device(self) -> str:
+        return _read_text(self.device)
 
     def get(self, slot: int) -> int:
         return int(self.counters[slot])
@@ -102,14 +113,11 @@ class ControlBlock:
         return COLLECTOR_PHASES[self.get(COLLECTOR_PHASE)]
 
     def write_error(self, message: str) -> None:
-        data = message.encode("utf-8", "replace")[: ERROR_BYTES - 1]
-        self.error.zero_()
-        self.error[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        _write_text(self.error, message)
         self.set(COLLECTOR_FAILED, 1)
 
     def read_error(self) -> str:
-        raw = bytes(self.error.numpy().tobytes()).rstrip(b"\0")
-        return raw.decode("utf-8", "replace")
+        return _read_text(self.error)
 
     def write_stats(self, iteration: int, values: dict[str, float]) -> None:
         row = self.stats[iteration % 2]
@@ -124,6 +132,16 @@ class ControlBlock:
             return None
         # NaN marks a field the collector did not measure this iteration
         return {k: float(row[i]) for i, k in enumerate(STAT_FIELDS) if row[i] == row[i]}
+
+
+def _write_text(buf: torch.Tensor, text: str) -> None:
+    data = text.encode("utf-8", "replace")[: buf.numel() - 1]
+    buf.zero_()
+    buf[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+
+
+def _read_text(buf: torch.Tensor) -> str:
+    return bytes(buf.numpy().tobytes()).rstrip(b"\0").decode("utf-8", "replace")
 
 
 class PeerDied(RuntimeError):

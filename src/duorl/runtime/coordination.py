@@ -34,6 +34,10 @@ class RankCoordinator(Protocol):
     def barrier(self, what: str) -> None:
         """Every rank reaches this point (e.g. 'every collector built its env') before any goes on."""
 
+    def agree_capture(self, problem: str | None) -> None:
+        """Before and after every whole-cycle graph capture: raises GraphCaptureError on every rank when
+        any rank reports a problem (no rank replays or falls back to eager alone)."""
+
 
 @dataclass
 class Solo:
@@ -48,3 +52,6 @@ class Solo:
 
     def barrier(self, what: str) -> None:
         return None
+
+    def agree_capture(self, problem: str | None) -> None:
+        return None  # alone, the capture's own error is the run's

@@ -18,6 +18,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from duorl.envs.base import EnvSpec
+from duorl.graphs import GraphCaptureError
 from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapshots
 from duorl.runtime.coordination import RankCoordinator, RankLost, Solo
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
@@ -28,6 +29,7 @@ from duorl.runtime.control import (
     COLLECTOR_READY,
     FINAL_BOUNDARY,
     STOP,
+    STOP_REQUESTED,
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
     ControlBlock,
@@ -76,6 +78,8 @@ class DuoSettings:
     eval_envs: int = 0
     # debug: a NaN added to the losses of the first update of this learner iteration (-1 = never)
     nan_loss_iteration: int = -1
+    # debug: this rank's whole-cycle graph capture fails
+    fail_capture: bool = False
     # liveness: stall bounds of both processes (runtime/heartbeat.py)
     stall: StallBounds = field(default_factory=StallBounds)
     # the collector calls this (pickled: a module-level function) before it ends a frozen learner
@@ -130,10 +134,11 @@ class _StopFlag:
     """SIGINT/SIGTERM set a flag the loop checks at every wait and iteration boundary; a second
     SIGINT interrupts at once (without peers: `second_sigint_interrupts`)."""
 
-    def __init__(self, second_sigint_interrupts: bool = True) -> None:
-        # a stop requested before the loop (runtime/liveness.py, installed at process start) counts
+    def __init__(self, second_sigint_interrupts: bool = True, requested: Callable[[], bool] = lambda: False) -> None:
+        # a stop requested before the loop (runtime/stop_signals.py, installed at process start) counts
         self.signal: int | None = early_stop_signal()
         self.second_sigint_interrupts = second_sigint_interrupts
+        self.requested = requested  # a stop asked for elsewhere (the collector got a SIGTERM)
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> "_StopFlag":
@@ -150,7 +155,7 @@ class _StopFlag:
         self.signal = signum
 
     def __call__(self) -> bool:
-        return self.signal is not None
+        return self.signal is not None or self.requested()
 
     def __exit__(self, *exc: Any) -> None:
         for sig, old in self._old.items():
@@ -167,7 +172,7 @@ class Duo:
         actor_factory: Callable[[torch.device], nn.Module],
         reporter: Reporter,
         resume: ResumeState | None = None,
-        on_collector_ready: Callable[[int], dict[str, Any]] | None = None,
+        on_collector_ready: Callable[[int, str], dict[str, Any]] | None = None,
         coordinator: RankCoordinator | None = None,
     ) -> None:
         s = settings
@@ -183,8 +188,8 @@ class Duo:
         self.actor_factory = actor_factory
         self.reporter = reporter
         self.resume = resume
-        # called once both processes hold their device context (MPS evidence); returns manifest entries
-        # or raises StartRefused
+        # called once both processes hold their device context, with the collector's pid and the device
+        # it opened (MPS evidence); returns manifest entries or raises StartRefused
         self.on_collector_ready = on_collector_ready
         self.coord: RankCoordinator = coordinator if coordinator is not None else Solo()
         self.device = torch.device(settings.device)
@@ -216,7 +221,9 @@ class Duo:
             from duorl.graphs import WholeCycleGraph
 
             # the sampler draws inside the captured iteration: its generator replays with the graph
-            self.graph = WholeCycleGraph(self.learner, extra_generators=[gen])
+            agree = self.coord.agree_capture if self.coord.world_size > 1 or not self.coord.local_stops else None
+            self.graph = WholeCycleGraph(self.learner, extra_generators=[gen], agree=agree,
+                                         inject_capture_failure=s.fail_capture)
 
     def _spawn_collector(self, start_iteration: int) -> None:
         s = self.s
@@ -275,7 +282,8 @@ class Duo:
         failed_part: str | None = None
         last: dict[str, float] = {}
         # with peers, a second Ctrl-C is the launcher passing the first one on, not a user's "now"
-        with _StopFlag(second_sigint_interrupts=self.coord.local_stops) as stop:
+        with _StopFlag(second_sigint_interrupts=self.coord.local_stops,
+                       requested=lambda: self.control.get(STOP_REQUESTED) == 1) as stop:
             self._wait_stop = stop if self.coord.local_stops else (lambda: False)
             try:
                 self.board.publish(self.learner.actor, start)
@@ -292,7 +300,7 @@ class Duo:
                 )
                 manifest = self._manifest()
                 if self.on_collector_ready is not None:
-                    manifest.update(self.on_collector_ready(self.process.pid))
+                    manifest.update(self.on_collector_ready(self.process.pid, self.control.read_device()))
                 self.coord.barrier("every rank's collector built its env")
                 self.reporter.started(manifest)
                 last = self._loop(start, stop, t_start)
@@ -304,6 +312,8 @@ class Duo:
                 status, error, failed_part = "failed", str(e), "peer rank"
             except StartRefused as e:
                 status, error = "refused", str(e)
+            except GraphCaptureError as e:
+                status, error, failed_part = "failed", str(e), "learner (whole-cycle graph capture)"
             except KeyboardInterrupt:
                 status = "interrupted"
             except BaseException as e:
@@ -467,6 +477,7 @@ class Duo:
             "learner_pid": os.getpid(),
             "collector_pid": self.process.pid,
             "device": str(self.device),
+            "collector_device": self.control.read_device(),
             "policy_lag_iterations": POLICY_LAG_ITERATIONS,
             "env_steps_per_sync": self.s.env_steps_per_sync,
             "replay_capacity_transitions": self.layout.transitions,

@@ -9,6 +9,11 @@
     body_ang_vel_w  [T, B, 3]       body angular velocities in the world frame (rad/s)
     body_names      [B] (optional)  names of the B bodies; without it, B is every body of the model
                                     except the world, in model order (the root body first)
+    joint_names     [J] (optional)  names of the J joints; without it, the model's joint order
+
+This module reads and writes that layout as it stands. Loading a clip for training goes through
+motion/load.py instead, which reads every supported format (motion/formats.py), checks it and
+recomputes everything but the root pose and the joint angles on duorl's G1 model.
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from duorl.envs.motion.trajectory import Timed, frame_blend, nlerp
+
 ARRAYS = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")
 
 
 @dataclass(frozen=True)
-class MotionClip:
+class MotionClip(Timed):
     fps: float
     joint_pos: np.ndarray
     joint_vel: np.ndarray
@@ -32,14 +39,7 @@ class MotionClip:
     body_lin_vel_w: np.ndarray
     body_ang_vel_w: np.ndarray
     body_names: Optional[tuple[str, ...]] = None
-
-    @property
-    def num_frames(self) -> int:
-        return int(self.joint_pos.shape[0])
-
-    @property
-    def duration(self) -> float:
-        return (self.num_frames - 1) / self.fps
+    joint_names: Optional[tuple[str, ...]] = None
 
     def validate(self, source: str = "clip") -> "MotionClip":
         t, j = self.joint_pos.shape if self.joint_pos.ndim == 2 else (-1, -1)
@@ -57,6 +57,8 @@ class MotionClip:
                 raise ValueError(f"{source}: {name} has non-finite values")
         if self.body_names is not None and len(self.body_names) != b:
             raise ValueError(f"{source}: {len(self.body_names)} body_names for {b} bodies")
+        if self.joint_names is not None and len(self.joint_names) != j:
+            raise ValueError(f"{source}: {len(self.joint_names)} joint_names for {j} joints")
         return self
 
     def body_columns(self, model_body_names: Sequence[str], wanted: Sequence[str]) -> list[int]:
@@ -78,11 +80,11 @@ def load_clip(path: str | Path) -> MotionClip:
         missing = [k for k in ("fps", *ARRAYS) if k not in data.files]
         if missing:
             raise ValueError(f"{path}: not a motion clip, missing {missing} (has {sorted(data.files)})")
-        names = tuple(str(n) for n in data["body_names"]) if "body_names" in data.files else None
+        names = {k: tuple(str(n) for n in data[k]) if k in data.files else None for k in ("body_names", "joint_names")}
         clip = MotionClip(
             fps=float(np.asarray(data["fps"]).reshape(-1)[0]),
             **{k: np.asarray(data[k], dtype=np.float64) for k in ARRAYS},
-            body_names=names,
+            **names,
         )
     return clip.validate(str(path))
 
@@ -90,29 +92,22 @@ def load_clip(path: str | Path) -> MotionClip:
 def save_clip(path: str | Path, clip: MotionClip) -> None:
     clip.validate()
     arrays = {k: getattr(clip, k).astype(np.float32) for k in ARRAYS}
-    if clip.body_names is not None:
-        arrays["body_names"] = np.array(clip.body_names)
+    for k in ("body_names", "joint_names"):
+        if getattr(clip, k) is not None:
+            arrays[k] = np.array(getattr(clip, k))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:  # a file object: np.savez would otherwise append ".npz"
         np.savez(f, fps=np.array([clip.fps]), **arrays)
 
 
-def _nlerp(q0: np.ndarray, q1: np.ndarray, w: np.ndarray) -> np.ndarray:
-    q1 = np.where((q0 * q1).sum(-1, keepdims=True) < 0, -q1, q1)  # the short way round
-    q = (1.0 - w) * q0 + w * q1
-    return q / np.linalg.norm(q, axis=-1, keepdims=True)
-
-
 def resample(clip: MotionClip, fps: float) -> MotionClip:
-    """The clip at another frame rate: linear interpolation, normalised lerp for orientations
-    (frames are close, so nlerp and slerp agree to well below a milliradian)."""
+    """The clip at another frame rate, every array interpolated (linear; nlerp for orientations).
+    Loading a file resamples its trajectory and recomputes the rest instead (motion/load.py); this
+    is for clips already consistent, where interpolation keeps them so to second order."""
     if abs(fps - clip.fps) < 1e-9:
         return clip
-    n = int(np.floor(clip.duration * fps + 1e-9)) + 1
-    s = np.arange(n) / fps * clip.fps  # source frame coordinate
-    i0 = np.clip(np.floor(s).astype(int), 0, clip.num_frames - 2)
-    w = (s - i0)
+    i0, w = frame_blend(clip.num_frames, clip.fps, fps)
 
     def lerp(a: np.ndarray) -> np.ndarray:
         ww = w.reshape(-1, *([1] * (a.ndim - 1)))
@@ -122,5 +117,5 @@ def resample(clip: MotionClip, fps: float) -> MotionClip:
         clip,
         fps=float(fps),
         **{k: lerp(getattr(clip, k)) for k in ARRAYS if k != "body_quat_w"},
-        body_quat_w=_nlerp(clip.body_quat_w[i0], clip.body_quat_w[i0 + 1], w.reshape(-1, 1, 1)),
+        body_quat_w=nlerp(clip.body_quat_w[i0], clip.body_quat_w[i0 + 1], w.reshape(-1, 1, 1)),
     )

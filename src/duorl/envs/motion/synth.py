@@ -7,9 +7,10 @@ standing pose with a quintic ramp, so positions, velocities and accelerations ar
 frame 0 is the standing pose at rest. The leg joints come from exact inverse kinematics (Newton on
 MuJoCo's body Jacobians, warm-started frame to frame) so the feet do not move or tilt; amplitudes
 keep every joint inside its range and within reach of the policy's action scale, and the centre of
-mass over the feet. Velocities are central differences of the sampled trajectory (joints, root),
-and body velocities follow from them through MuJoCo's own kinematics, so the clip is consistent:
-a robot in the clip's joint/root state has exactly the clip's body poses and velocities.
+mass over the feet. Velocities are finite differences of the sampled trajectory (joints, root)
+and body arrays follow from it through MuJoCo's own kinematics (motion/fk.py, as for every loaded
+clip), so the clip is consistent: a robot in the clip's joint/root state has exactly the clip's
+body poses and velocities.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import numpy as np
 
 from duorl.envs.g1 import model as g1
 from duorl.envs.motion.clip import MotionClip
+from duorl.envs.motion.fk import ClipKinematics, finite_differences
+from duorl.envs.motion.trajectory import Trajectory
 
 DEFAULT_SECONDS = 10.0
 DEFAULT_FPS = 50.0
@@ -118,22 +121,6 @@ class _LegIK:
         return err_norm
 
 
-def _quat_rates_world(quat: np.ndarray, dt: float) -> np.ndarray:
-    """World-frame angular velocity from a sampled orientation track: omega = 2 dq/dt q*."""
-    q = quat.copy()
-    for i in range(1, len(q)):  # keep one sign along the track
-        if np.dot(q[i], q[i - 1]) < 0:
-            q[i] = -q[i]
-    dq = np.gradient(q, dt, axis=0, edge_order=2)
-    w, x, y, z = (q[..., i] for i in range(4))
-    # 2 * dq * conj(q), vector part
-    dw, dx, dy, dz = (dq[..., i] for i in range(4))
-    return 2.0 * np.stack(
-        (-dw * x + dx * w - dy * z + dz * y, -dw * y + dx * z + dy * w - dz * x, -dw * z - dx * y + dy * x + dz * w),
-        axis=-1,
-    )
-
-
 def synthesize(model: Optional[mujoco.MjModel] = None, seconds: float = DEFAULT_SECONDS,
                fps: float = DEFAULT_FPS) -> MotionClip:
     """The synthetic clip for the G1 training model (see the module docstring)."""
@@ -142,7 +129,6 @@ def synthesize(model: Optional[mujoco.MjModel] = None, seconds: float = DEFAULT_
     n = int(round(seconds * fps)) + 1
     t = np.arange(n) / fps
     e = _ramp(t)
-    dt = 1.0 / fps
 
     q_default = g1.default_joint_pos()
     joint_pos = np.tile(q_default, (n, 1))
@@ -161,37 +147,12 @@ def synthesize(model: Optional[mujoco.MjModel] = None, seconds: float = DEFAULT_
             raise RuntimeError(f"leg IK did not converge at frame {k} (residual {residual:.2e})")
         joint_pos[k, leg_idx] = d.qpos[7 + leg_idx]
 
-    joint_vel = np.gradient(joint_pos, dt, axis=0, edge_order=2)
-    root_lin = np.gradient(root_pos, dt, axis=0, edge_order=2)
-    root_ang = _quat_rates_world(root_quat, dt)
+    traj = Trajectory(fps=float(fps), root_pos=root_pos, root_quat=root_quat, joint_pos=joint_pos)
+    rates = finite_differences(traj)
     # the standing start is at rest exactly (the ramp's derivative vanishes there)
-    joint_vel[0], root_lin[0], root_ang[0] = 0.0, 0.0, 0.0
-
-    nb = m.nbody - 1
-    body_pos = np.zeros((n, nb, 3))
-    body_quat = np.zeros((n, nb, 4))
-    body_lin = np.zeros((n, nb, 3))
-    body_ang = np.zeros((n, nb, 3))
-    v6 = np.zeros(6)
-    for k in range(n):
-        d.qpos[0:3], d.qpos[3:7], d.qpos[7:] = root_pos[k], root_quat[k], joint_pos[k]
-        rot = np.zeros(9)
-        mujoco.mju_quat2Mat(rot, root_quat[k])
-        d.qvel[0:3] = root_lin[k]
-        d.qvel[3:6] = rot.reshape(3, 3).T @ root_ang[k]  # the free joint takes it in the body frame
-        d.qvel[6:] = joint_vel[k]
-        mujoco.mj_kinematics(m, d)
-        mujoco.mj_comPos(m, d)
-        mujoco.mj_comVel(m, d)
-        body_pos[k] = d.xpos[1:]
-        body_quat[k] = d.xquat[1:]
-        for b in range(1, m.nbody):
-            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_XBODY, b, v6, 0)
-            body_ang[k, b - 1], body_lin[k, b - 1] = v6[:3], v6[3:]
-    names = tuple(m.body(b).name for b in range(1, m.nbody))
-    return MotionClip(fps=float(fps), joint_pos=joint_pos, joint_vel=joint_vel, body_pos_w=body_pos,
-                      body_quat_w=body_quat, body_lin_vel_w=body_lin, body_ang_vel_w=body_ang,
-                      body_names=names).validate("synthetic clip")
+    for v in (rates.joint_vel, rates.root_lin_vel, rates.root_ang_vel_w):
+        v[0] = 0.0
+    return ClipKinematics(m).build(traj, rates).validate("synthetic clip")
 
 
 def synth_command(out: str, seconds: float = DEFAULT_SECONDS, fps: float = DEFAULT_FPS,

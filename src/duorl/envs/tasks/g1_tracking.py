@@ -1,10 +1,17 @@
 """`g1_motion_tracking`: the G1 tracks a reference clip with its whole body (BeyondMimic-style).
 
-The clip (envs/motion/clip.py format) comes from `task.motion_file`, else it is the synthetic clip
-(`duorl motion synth`, made in memory), so no download is ever needed. It is resampled to the 50 Hz
-control rate. Episodes start at a random frame (uniform), from the clip's state there plus small
-pose/velocity/joint noise, and end when the robot strays (terminated), the clip ends or 10 s pass
-(truncated).
+The clip comes from `task.motion_file` (the canonical .npz, holosoma's .npz or the mjlab/LAFAN1
+.csv layout: envs/motion/formats.py; checked by envs/motion/checks.py; docs/motion.md), else it is
+the synthetic clip (`duorl motion synth`, made in memory), so no download is ever needed. Its root
+pose and joint angles are resampled to the 50 Hz control rate; body poses and velocities are
+recomputed on this model. Episodes start at a random frame (uniform), from the clip's state there
+(exactly, with reset_noise=False; otherwise plus small pose/velocity/joint noise, joints kept within
+their range or the reference's), and end when the robot strays (terminated), the clip ends or 10 s
+pass (truncated).
+
+Actions: task.action_range=joint_limits by default here: +-1 reaches the joint limit farther from
+the standing pose, so every pose of any clip inside the limits is reachable (under pd, 0.25 *
+effort / kp, real clips need |a| up to 4-6).
 
 Tracked bodies (14, the common G1 set): pelvis, hip_roll, knee, ankle_roll links, torso_link (the
 anchor), shoulder_roll, elbow, wrist_yaw links. Time: after reset the robot is at clip frame t and
@@ -24,9 +31,18 @@ Reward per step, weight * term * control dt (the published terms and widths):
   body_lin_vel 1.0 exp(-mean |lin vel error|^2 / 1.0^2)   world frame
   body_ang_vel 1.0 exp(-mean |ang vel error|^2 / 3.14^2)
   action_rate -0.1 |p_t - p_{t-1}|^2, p the policy's output tanh(mean) behind each action
-  joint_limit -10  summed excursion beyond 90% of each joint's range
+  joint_limit -10  summed excursion beyond 90% of each joint's range, widened per frame to
+                   include the reference's own angle (following the clip is never penalised)
 Terminations: anchor height off by > 0.25 m, anchor tilt differing by > 0.8 (projected gravity z),
 or an end effector (ankles, wrists) off in height by > 0.25 m.
+
+Diagnostics (Task/<name>, Eval/<name> with training.eval_envs; per step, mean over envs):
+  body_pos_error    mean tracked-body position error (m), bodies re-anchored as in body_pos
+  anchor_pos_error  torso position error in the world (m)
+  end_clip          1 where an episode ends at the clip's end this step (not by a deviation)
+  end_deviation     1 where it ends by a deviation termination
+so end_clip / (end_clip + end_deviation) is the share of episode ends that reached the clip's end
+(for clips up to the 10 s episode limit, which ends longer ones without a flag).
 """
 
 from __future__ import annotations
@@ -41,7 +57,7 @@ from duorl.envs import quat as Q
 from duorl.envs.base import EnvSpec, Obs, Uniforms
 from duorl.envs.g1 import model as g1
 from duorl.envs.kinematics import BodyKinematics, Frames
-from duorl.envs.motion.clip import MotionClip, load_clip, resample
+from duorl.envs.motion.clip import MotionClip, resample
 from duorl.envs.tasks.g1_common import G1TaskBase
 
 NAME = "g1_motion_tracking"
@@ -57,6 +73,7 @@ ROOT = TRACKED_BODIES.index(g1.ROOT_BODY)
 END_EFFECTORS = [TRACKED_BODIES.index(b) for b in
                  ("left_ankle_roll_link", "right_ankle_roll_link", "left_wrist_yaw_link", "right_wrist_yaw_link")]
 NB = len(TRACKED_BODIES)
+METRIC_NAMES = ("body_pos_error", "anchor_pos_error", "end_clip", "end_deviation")
 NJ = g1.NUM_JOINTS
 ACTOR_OBS = 2 * NJ + 3 + 6 + 3 + 3 + 3 * NJ  # 160
 CRITIC_OBS = 2 * NJ + 3 + 6 + 3 * NB + 6 * NB + 3 + 3 + 3 * NJ  # 286
@@ -111,7 +128,7 @@ class G1MotionTracking(G1TaskBase):
 
     def __init__(self, max_episode_steps: Optional[int] = None, robot_xml: Optional[str] = None,
                  motion_file: Optional[str] = None, randomize: bool = True, reset_noise: bool = True,
-                 action_range: str = "pd") -> None:
+                 action_range: str = "joint_limits") -> None:
         super().__init__(robot_xml, randomize, action_range)
         steps = round(EPISODE_SECONDS / self.control_dt) if max_episode_steps is None else int(max_episode_steps)
         if steps < 1:
@@ -124,34 +141,22 @@ class G1MotionTracking(G1TaskBase):
         self.motion_file = motion_file
         self.reset_noise = reset_noise
         self.spec = EnvSpec(task=NAME, actor_obs_dim=ACTOR_OBS, critic_obs_dim=CRITIC_OBS, action_dim=NJ,
-                            max_episode_steps=steps, control_dt=self.control_dt)
+                            max_episode_steps=steps, control_dt=self.control_dt, metric_names=METRIC_NAMES)
 
     def load_clip(self) -> MotionClip:
-        clip = load_clip(Path(self.motion_file).expanduser()) if self.motion_file else default_clip(self.xml_path)
-        if clip.joint_pos.shape[1] != NJ:
-            raise ValueError(f"the clip has {clip.joint_pos.shape[1]} joints, the G1 has {NJ}")
-        return resample(clip, 1.0 / self.control_dt)
-
-    def check(self) -> list[str]:
-        """The model (G1TaskBase.check), then the clip of task.motion_file as bind() reads it: loaded,
-        validated and matched to the tracked bodies. The synthetic clip is made by duorl: not checked."""
-        warnings = super().check()
+        """The clip at the control rate. A file goes through motion/load.py (any supported format,
+        checked, bodies and velocities recomputed on this model); train.py ran the same checks
+        before anything was built, so an error here means the file changed since."""
         if not self.motion_file:
-            return warnings
-        from duorl.config.errors import ConfigError
+            return resample(default_clip(self.xml_path), 1.0 / self.control_dt)
+        from duorl.envs.motion.findings import MotionFileError
+        from duorl.envs.motion.load import config_error, load_motion
 
         try:
-            clip = self.load_clip()
-            m = self._host_model()
-            clip.body_columns([m.body(b).name for b in range(1, m.nbody)], TRACKED_BODIES)
-        except Exception as e:  # noqa: BLE001 - any failure to read a user's file means: not usable
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise ConfigError(
-                "task.motion_file", self.motion_file, f"not a usable motion clip ({first})",
-                "a motion clip .npz (fps, joint_pos, joint_vel, body_*_w: envs/motion/clip.py) or null",
-                "fix or re-export the clip, or give null for the synthetic clip (`duorl motion synth OUT.npz` writes it)",
-            ) from None
-        return warnings
+            clip, _ = load_motion(Path(self.motion_file).expanduser(), self._host_model(), 1.0 / self.control_dt)
+        except MotionFileError as e:
+            raise config_error(e, self.motion_file) from None
+        return clip
 
     def bind(self, num_envs: int, device: torch.device) -> None:
         super().bind(num_envs, device)
@@ -172,7 +177,12 @@ class G1MotionTracking(G1TaskBase):
         self.frame = torch.zeros(num_envs, dtype=torch.long, device=dev)  # the clip frame the robot should be at
         lo, hi = self.joint_range[:, 0], self.joint_range[:, 1]
         mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo) * SOFT_LIMIT
-        self._soft_lo, self._soft_hi = mid - half, mid + half
+        # per frame, the soft range widened to hold the reference (retargeters drive joints such as
+        # ankle roll and waist pitch to their limits): following the clip costs no penalty
+        self._soft_lo = torch.minimum(mid - half, self.ref_joint_pos)  # [T, J]
+        self._soft_hi = torch.maximum(mid + half, self.ref_joint_pos)
+        # where a reset may put a joint: the hard range, widened likewise (the clip itself is never moved)
+        self._reset_lo, self._reset_hi = torch.minimum(lo, self.ref_joint_pos), torch.maximum(hi, self.ref_joint_pos)
         self._pose_noise = torch.tensor(POSE_NOISE, dtype=torch.float32, device=dev)
         self._vel_noise = torch.tensor(VEL_NOISE, dtype=torch.float32, device=dev)
         # an index tensor made once: indexing with a Python list copies it to the device every step
@@ -191,13 +201,18 @@ class G1MotionTracking(G1TaskBase):
 
         root_quat = Q.mul(_euler_quat(pose[:, 3:]), self.ref_quat[start, ROOT])
         ang_w = self.ref_ang_vel[start, ROOT] + vel[:, 3:]
-        qj = torch.maximum(torch.minimum(self.ref_joint_pos[start] + jnoise, self._soft_hi), self._soft_lo)
+        qj = torch.maximum(torch.minimum(self.ref_joint_pos[start] + jnoise, self._reset_hi[start]), self._reset_lo[start])
         qpos = torch.cat((self.ref_pos[start, ROOT] + pose[:, :3], root_quat, qj), dim=1)
         qvel = torch.cat((self.ref_lin_vel[start, ROOT] + vel[:, :3], Q.rotate_inv(root_quat, ang_w),
                           self.ref_joint_vel[start]), dim=1)
         self.frame.copy_(torch.where(mask, start, self.frame))
         self._reset_actions(mask)
         return qpos, qvel
+
+    def reference_qpos(self, env: int = 0) -> torch.Tensor:
+        """[nq] the clip's state at env's current frame (root pose, joints): what play draws."""
+        k = self.frame[env]
+        return torch.cat((self.ref_pos[k, ROOT], self.ref_quat[k, ROOT], self.ref_joint_pos[k]))
 
     def apply_action(self, actions: torch.Tensor, policy_actions: Optional[torch.Tensor] = None) -> torch.Tensor:
         self.frame.add_(1).clamp_(max=self.clip_frames - 1)  # the frame this action should reach
@@ -264,8 +279,24 @@ class G1MotionTracking(G1TaskBase):
             "body_lin_vel": kernel((self.ref_lin_vel[k] - f.lin_vel).square().sum(-1).mean(-1), "body_lin_vel"),
             "body_ang_vel": kernel((self.ref_ang_vel[k] - f.ang_vel).square().sum(-1).mean(-1), "body_ang_vel"),
             "action_rate": self.action_rate(),
-            "joint_limit": self.joint_limit_violation(qpos[:, 7:], SOFT_LIMIT),
+            "joint_limit": self._beyond_reference_limits(qpos[:, 7:], k),
         }
+
+    def _beyond_reference_limits(self, qj: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """Summed excursion beyond the soft limits (90% of each joint's range), widened at frame k
+        to wherever the reference itself is."""
+        return (self._soft_lo[k] - qj).clamp_min(0.0).sum(dim=1) + (qj - self._soft_hi[k]).clamp_min(0.0).sum(dim=1)
+
+    def metrics(self, sim) -> torch.Tensor:
+        """[N, 4] the diagnostics of the module docstring, in METRIC_NAMES order (post-step state)."""
+        qpos, _ = self._state(sim)
+        f = self._fk(qpos)
+        rel_pos, _ = self.reference_bodies(self.frame, f.pos, f.quat)
+        deviation = self._terminated(f)
+        end_clip = self.truncated(sim) & ~deviation
+        return torch.stack(((rel_pos - f.pos).norm(dim=-1).mean(dim=1),
+                            (self.ref_pos[self.frame, ANCHOR] - f.pos[:, ANCHOR]).norm(dim=-1),
+                            end_clip.float(), deviation.float()), dim=1)
 
     def _weighted(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
         total = torch.zeros_like(terms["anchor_pos"])
