@@ -293,9 +293,9 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
         return int(train(cfg) or 0)
     except InputRefused as e:  # ConfigError, also raised by the runtime's late checks (e.g. resolve_device)
         return _error(str(e))
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, as asked (docs/exit_codes.md)
+        print("duorl: interrupted", file=sys.stderr)
+        return 0
 
 
 def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
@@ -304,6 +304,9 @@ def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
     from duorl.dist.launch import launch
     from duorl.telemetry.run_directory import default_run_dir
 
+    from duorl.preflight import check_log_dir
+
+    check_log_dir(cfg)  # an existing or uncreatable run directory is refused before any rank starts
     argv = list(argv)
     run_dir = cfg.training.log_dir
     if run_dir is None:
@@ -340,17 +343,20 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     path = run_dir if run_dir.is_file() else run_dir / "metrics.jsonl"
     if args.last < 1:
-        return _error(f"--last must be >= 1 (got {args.last})")
+        return _error(f"--last={args.last}: must be >= 1. Fix: e.g. --last 100")
     if not run_dir.exists():
-        return _error(f"run directory {run_dir} does not exist")
+        return _error(f"run directory {run_dir} does not exist. Fix: give the directory `duorl train` printed")
     if not path.is_file():
-        return _error(f"{path} not found (has the run logged an iteration yet?)")
+        return _error(f"{path} not found. Fix: wait for the run's first logged iteration, or give the run's directory")
+    notes: list[str] = []
     try:
-        rows = read_metrics(path)
+        rows = read_metrics(path, notes)
     except (OSError, ValueError) as e:
-        return _error(str(e))
+        return _error(f"{e}. Fix: give a run directory or its metrics.jsonl")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if not rows:
-        return _error(f"{path} has no rows yet")
+        return _error(f"{path} has no rows yet. Fix: wait for the run's first logged iteration")
     summary: dict[str, Any] = {"run_dir": str(run_dir), **summary_of_last(rows, args.last)}
 
     if args.json:
@@ -391,7 +397,12 @@ def _main(argv: Sequence[str] | None) -> int:
     except SystemExit as e:  # argparse exits for --help, --version and usage errors
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     if args.command == "train":
-        return _cmd_train(args, list(args.overrides) + extras, argv)
+        from duorl.dist.launch import rank_env
+        from duorl.runtime.stop_signals import stop_signals
+
+        # before anything slow: an early Ctrl-C is a stop request too (a rank's second one is the launcher's)
+        with stop_signals(escalate=rank_env() is None):
+            return _cmd_train(args, list(args.overrides) + extras, argv)
     if args.command == "config":
         return _cmd_config(args, list(args.overrides) + extras)
     if args.command == "metrics":
@@ -410,8 +421,14 @@ def _main(argv: Sequence[str] | None) -> int:
         return assets_command(args.robot, meshes=not args.no_meshes, force=args.force, wheel=args.wheel,
                               if_missing=args.if_missing)
     if args.command == "motion" and args.motion_command == "synth":
+        from duorl.config.errors import InputRefused
         from duorl.envs.motion.synth import synth_command
+        from duorl.preflight import check_output_file
 
+        try:
+            check_output_file(args.out, "OUT.npz")  # before the clip is computed; nothing is written
+        except InputRefused as e:
+            return _error(str(e))
         return synth_command(args.out, args.seconds, args.fps, args.robot_xml)
     if args.command == "motion" and args.motion_command == "import":
         from duorl.envs.motion.commands import import_command

@@ -39,16 +39,30 @@ class PlayError(RuntimeError):
     pass
 
 
+_RUN_FIX = "give a directory that `duorl train` wrote (it prints 'duorl: run directory ...')"
+
+
 def _load_run(run_dir: Path, checkpoint: str | None) -> tuple[Any, Path, dict[str, Any]]:
+    from duorl.config.errors import ConfigError
     from duorl.config.load import config_from_dict
-    from duorl.runtime.checkpoint import latest_checkpoint, load_checkpoint
+    from duorl.runtime.checkpoint import CheckpointError, checkpoint_files, latest_checkpoint, load_checkpoint
 
     cfg_path = run_dir / "run_config.json"
     if not cfg_path.is_file():
-        raise PlayError(f"{run_dir} is not a duorl run directory: {cfg_path} is missing")
-    cfg = config_from_dict(json.loads(cfg_path.read_text()))
-    path = Path(checkpoint) if checkpoint else latest_checkpoint(run_dir)
-    data = load_checkpoint(path)
+        raise PlayError(f"{run_dir} is not a duorl run directory: {cfg_path} is missing. Fix: {_RUN_FIX}")
+    try:
+        cfg = config_from_dict(json.loads(cfg_path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, ConfigError) as e:  # ValueError: not UTF-8 or not JSON
+        raise PlayError(f"{cfg_path} is corrupt ({type(e).__name__}: {e}). Fix: {_RUN_FIX}") from None
+    path = Path(checkpoint) if checkpoint else None
+    try:
+        path = path or latest_checkpoint(run_dir)
+        data = load_checkpoint(path)
+    except CheckpointError as e:
+        others = [n for n in checkpoint_files(run_dir) if path is None or n != path.name]
+        fix = (f"play another checkpoint: --checkpoint {run_dir / 'checkpoints' / others[-1]} (there: {', '.join(others)})"
+               if others else "play a run that wrote a checkpoint")
+        raise PlayError(f"{e}. Fix: {fix}") from None
     return cfg, path, data
 
 
@@ -59,7 +73,7 @@ def evaluate(
     from duorl.envs.registry import env_spec, make_vec_env
 
     if episodes < 1:
-        raise PlayError(f"--episodes must be >= 1, got {episodes}")
+        raise PlayError(f"--episodes={episodes}: must be >= 1. Fix: e.g. --episodes 8")
     cfg, path, data = _load_run(Path(run_dir), checkpoint)
     spec = env_spec(cfg.task)
     actor = make_actor(cfg.algo, spec, torch.device("cpu"))

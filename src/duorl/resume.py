@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from duorl.config.errors import ConfigError
+from duorl.config.errors import ConfigError, format_value
 from duorl.config.keys import flatten
-from duorl.runtime.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+from duorl.runtime.checkpoint import CheckpointError, checkpoint_files, latest_checkpoint, load_checkpoint
 from duorl.runtime.duo import ResumeState
 
 # keys a resumed run may change: where and how long it runs, how it reports, and test hooks; every
@@ -34,9 +34,14 @@ MAY_DIFFER = (
     "sim.tick_compile",  # fused kernels compute the same step (to float rounding) from the same state
     "sim.solver_early_exit",  # skips only solver iterations in which every world has converged
     "training.max_wall_minutes",
+    "training.stall_timeout_s",
+    "training.stall_compile_timeout_s",
+    "training.wait_report_s",
     "training.wandb",  # training.wandb* (a prefix, as debug.): reporting only
     "debug.",
 )
+# what a checkpoint is of: when these differ, every other mismatch follows from them (named first)
+IDENTITY = ("task.name", "algo.name")
 
 
 def config_mismatches(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
@@ -66,28 +71,17 @@ def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tu
     ConfigError naming the mismatching keys when the config cannot continue this checkpoint, a world
     size other than the checkpoint's, or the task-state entries (`task_state_keys`, what this
     version's task restores) the checkpoint lacks."""
+    path: Path | None = None
     try:
         path = latest_checkpoint(Path(resume))
         data = load_checkpoint(path)
     except CheckpointError as e:
-        r = Path(resume)
-        folder = r.parent if r.is_file() else (r / "checkpoints" if (r / "checkpoints").is_dir() else r)
-        others = sorted(p.name for p in folder.glob("*.pt"))
-        raise ConfigError(
-            "training.resume", resume, str(e), "a readable duorl checkpoint",
-            "resume from another checkpoint of that run" + (f" (there: {', '.join(others)})" if others else ""),
-        ) from None
+        raise _unreadable(resume, e, path) from None
     saved = data.get("config")
     if saved is None:
         raise ConfigError("training.resume", resume, f"checkpoint {path} holds no config", "a duorl checkpoint",
                           "resume from a checkpoint written by duorl train")
-    bad = config_mismatches(saved, current_config)
-    if bad:
-        raise ConfigError(
-            "training.resume", resume, f"this config cannot continue {path}: " + "; ".join(bad),
-            "the checkpoint's values for these keys",
-            "drop those overrides (or set them to the checkpoint's values); only " + ", ".join(MAY_DIFFER) + " may change",
-        )
+    _check_identity(resume, path, saved, current_config)
     runtime = data["runtime"]
     ranks = runtime.get("ranks") or [runtime]  # a data-parallel checkpoint holds every rank's state
     saved_world = int(runtime.get("world_size", len(ranks)))
@@ -98,6 +92,7 @@ def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tu
             f"a run of world size {saved_world}",
             f"resume with {saved_world} device(s) in training.devices (one rank each), or start a new run",
         )
+    _check_keys(resume, path, saved, current_config)
     missing = sorted({k for r in ranks for k in missing_task_state(r.get("collector"), task_state_keys)})
     if missing:
         task = current_config.get("task", {}).get("name")
@@ -107,6 +102,7 @@ def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tu
             "this version's task restores", "a checkpoint written by this duorl version",
             "start a new run, or resume it with the duorl version that wrote it",
         )
+    _check_iterations(path, int(data["header"]["iteration"]), current_config)
     states = [
         ResumeState(
             iteration=int(data["header"]["iteration"]),
@@ -118,3 +114,64 @@ def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tu
         for r in ranks
     ]
     return path, data["learner"], states
+
+
+def _unreadable(resume: str, e: CheckpointError, bad: Path | None) -> ConfigError:
+    """The checkpoint (or its latest.json) cannot be read: the fix names another one of that run."""
+    r = Path(resume)
+    folder = r.parent if r.is_file() else (r / "checkpoints" if (r / "checkpoints").is_dir() else r)
+    others = [n for n in checkpoint_files(r) if bad is None or n != bad.name]
+    fix = (f"resume from another checkpoint of that run, e.g. training.resume={folder / others[-1]} (there: "
+           f"{', '.join(others)})") if others else "resume from another run, or start a new run without training.resume"
+    return ConfigError("training.resume", resume, str(e), "a readable duorl checkpoint", fix)
+
+
+def _check_identity(resume: str, path: Path, saved: dict[str, Any], current: dict[str, Any]) -> None:
+    """A checkpoint of another task or algorithm: the cause, named before anything that follows from it."""
+    a, b = flatten(saved), flatten(current)
+    if all(a.get(k) == b.get(k) for k in IDENTITY):
+        return
+    more = len(config_mismatches(saved, current)) - sum(a.get(k) != b.get(k) for k in IDENTITY)
+    then, now = (f"--task {x.get('task.name')} --algo {x.get('algo.name')}" for x in (a, b))
+    raise ConfigError(
+        "training.resume", resume,
+        f"{path} was written by a {then} run, and this run is {now}"
+        + (f" ({more} more keys differ with it)" if more > 0 else ""),
+        f"a checkpoint of a {now} run",
+        f"resume it with {then} (the checkpoint's), or start a new run without training.resume",
+    )
+
+
+def _check_keys(resume: str, path: Path, saved: dict[str, Any], current: dict[str, Any]) -> None:
+    """Keys that shape the learner, the replay or the envs must be the checkpoint's; the fix sets them."""
+    bad = config_mismatches(saved, current)
+    if not bad:
+        return
+    a = flatten(saved)
+    keys = [line.split(":", 1)[0] for line in bad]
+    newer = [k for k in keys if k not in a]
+    if newer:
+        raise ConfigError(
+            "training.resume", resume, f"{path} was written by an older duorl, without {', '.join(newer)}",
+            "a checkpoint written by this duorl version", "start a new run, or resume it with the duorl version that wrote it",
+        )
+    sets = " ".join(f"{k}={format_value(a[k])}" for k in keys)
+    raise ConfigError(
+        "training.resume", resume, f"this config cannot continue {path}: " + "; ".join(bad),
+        "the checkpoint's values for these keys",
+        f"set them to the checkpoint's values: {sets} (a resumed run may change only where and how long it runs "
+        "and how it reports: duorl/resume.py MAY_DIFFER)",
+    )
+
+
+def _check_iterations(path: Path, iteration: int, current: dict[str, Any]) -> None:
+    """A resumed run trains from the checkpoint's iteration up to algo.max_iterations: none left would
+    'complete' having trained nothing."""
+    target = current.get("algo", {}).get("max_iterations")
+    if isinstance(target, int) and target <= iteration:
+        raise ConfigError(
+            "algo.max_iterations", target,
+            f"the checkpoint {path} is at iteration {iteration}, and a resumed run trains from there up to "
+            "algo.max_iterations: nothing would be trained", f"integers > {iteration}",
+            f"set algo.max_iterations to the total wanted, more than {iteration}, e.g. algo.max_iterations={2 * iteration}",
+        )

@@ -92,8 +92,12 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.envs.registry import make_task, make_vec_env
     from duorl.runtime.coordination import Solo
     from duorl.runtime.duo import Duo, DuoSettings, StartRefused
+    from duorl.runtime.heartbeat import StallBounds
     from duorl.runtime.memory import replay_memory_problem
     from duorl.runtime.replay import ReplayLayout
+    from duorl.preflight import preflight
+    from duorl.runtime.stop_signals import early_stop_signal
+    from duorl.telemetry.run_dir_claim import claim_run_dir
     from duorl.telemetry.run_directory import RunDirectory, default_run_dir
     from duorl.telemetry.summary import device_record, host_record, package_versions, write_json_atomic
 
@@ -130,6 +134,10 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         torch.set_num_threads(tr.torch_threads)
     task = make_task(cfg.task)  # unbound: shapes and state names, no simulation
     spec = task.spec
+    checked = preflight(cfg, task, lead)  # the task's inputs and the run directory's path (duorl/preflight.py)
+    for warning in checked.warnings:
+        print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
+    agree(checked.problem, "checking the run's inputs")
 
     resume_states, resumed_from, learner_state = None, None, None
     if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
@@ -140,10 +148,12 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     fix = "lower algo.buffer_size (ticks kept per env) or training.num_envs"
     agree(replay_memory_problem(device, layout.nbytes(), fix), "checking memory for the replay ring")
 
+    if ctx is None and early_stop_signal() is not None:
+        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+        return 0
     run_dir: Path | None = None
     if lead:
-        run_dir = Path(tr.log_dir) if tr.log_dir else default_run_dir(cfg)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir = claim_run_dir(tr.log_dir, default_run_dir(cfg))  # atomic: never an existing one
         write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
         print(f"duorl: run directory {run_dir}", flush=True)
     if ctx is not None:
@@ -209,6 +219,8 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         eval_envs=tr.eval_envs,
         nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
         fail_capture=cfg.debug.fail_capture_rank == rank,
+        stall=StallBounds.of(cfg),
+        on_learner_stalled=_stall_recorder(ctx, run_dir if lead else None),
     )
     reporter: Any = None
     if lead:
@@ -257,6 +269,29 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
 
             shutil.rmtree(snapshot_dir, ignore_errors=True)
     return _finish(cfg, result, run_dir, learner, spec, _inner(reporter) if lead else None, ctx)
+
+
+def _stall_recorder(ctx: Any, run_dir: Path | None) -> Any:
+    """What the collector calls before it ends its frozen learner: the run summary (rank 0) says the
+    run failed and why; a data-parallel rank also writes torchelastic's error file, so the launcher
+    names the rank, the learner and why."""
+    summary = str(run_dir / "run_summary.json") if run_dir is not None else None
+    if ctx is None:
+        return functools.partial(_record_learner_stall, None, "", summary)
+    return functools.partial(_record_learner_stall, ctx.rank, ctx.host, summary)
+
+
+def _record_learner_stall(rank: int | None, host: str, summary: str | None, message: str) -> None:
+    """In the collector process (pickled by reference: module-level)."""
+    if rank is not None:
+        from duorl.dist.launch import record_rank_failure
+
+        message = f"rank {rank} ({host}): {message}"
+        record_rank_failure(message, "learner")
+    if summary is not None:
+        from duorl.telemetry.summary import mark_failed
+
+        mark_failed(Path(summary), message, "learner")
 
 
 def _inner(reporter: Any) -> Any:
@@ -405,7 +440,8 @@ def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, di
             directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}")
         print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
         if directory is not None:
-            print(f"duorl: run directory {run_dir} (status failed; last checkpoint kept)", file=sys.stderr)
+            kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
+            print(f"duorl: run directory {run_dir} (status failed; {kept})", file=sys.stderr)
         return 1
     digests = None
     if ctx is not None:

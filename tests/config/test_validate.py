@@ -27,7 +27,8 @@ INVALID = [
     (["training.num_envs=0"], "training.num_envs", "training.num_envs=1"),
     (["training.env_steps_per_sync=0"], "training.env_steps_per_sync", "training.env_steps_per_sync=1"),
     (["algo.batch_size=0"], "algo.batch_size", "algo.batch_size=1"),
-    (["algo.updates_per_step=-1"], "algo.updates_per_step", "algo.updates_per_step=0"),
+    (["algo.updates_per_step=-1"], "algo.updates_per_step", "algo.updates_per_step=1"),
+    (["algo.updates_per_step=0"], "algo.updates_per_step", "algo.updates_per_step=1"),
     (["algo.policy_frequency=0"], "algo.policy_frequency", "algo.policy_frequency=1"),
     (["algo.gamma=0"], "algo.gamma", "algo.gamma=0.99"),
     (["algo.gamma=1.0"], "algo.gamma", "algo.gamma=0.99"),
@@ -162,7 +163,7 @@ def test_unknown_names() -> None:
 
 def test_boundary_values_are_accepted() -> None:
     cfg = load_config(ALGO, TASK, "mujoco", [
-        "algo.updates_per_step=0", "algo.learning_starts=0", "algo.tau=1", "algo.num_atoms=2",
+        "algo.updates_per_step=1", "algo.learning_starts=0", "algo.tau=1", "algo.num_atoms=2",
         "training.seed=0", "sim.nthread=0", "algo.buffer_size=8", "training.env_steps_per_sync=4",
     ])
     assert cfg.algo.tau == 1.0 and cfg.algo.buffer_size == 8

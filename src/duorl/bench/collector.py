@@ -169,9 +169,14 @@ def main(args: argparse.Namespace) -> int:
         print("error: --ticks, --warmup and every --num-envs must be >= 1", file=sys.stderr)
         return 2
     from duorl.bench.report import emit
-    from duorl.config.devices import cuda_device_count
+    from duorl.config.devices import check_device_flag, cuda_device_count
     from duorl.config.errors import ConfigError
 
+    try:
+        check_device_flag(args.device)  # before anything is built: a CPU torch has no CUDA
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     cuda = cuda_device_count() > 0 and (args.device is None or not args.device.startswith("cpu"))
     args.sim, args.num_envs, note = machine_defaults(args.sim, args.num_envs, cuda)
     if note:

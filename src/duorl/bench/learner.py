@@ -272,8 +272,11 @@ def main(args: argparse.Namespace) -> int:
     from duorl.bench.report import emit
     from duorl.config.errors import ConfigError
 
+    from duorl.config.devices import check_device_flag
+
     command = "duorl " + " ".join(getattr(args, "argv", None) or sys.argv[1:])
     try:
+        check_device_flag(args.device)  # before anything is built: a CPU torch has no CUDA
         result = run_learner_bench(args.algo, args.task, list(args.overrides), args.iters, args.warmup, args.device,
                                    args.replay_ticks, command=command, data_parallel=args.data_parallel,
                                    synchronizer=args.synchronizer)

@@ -119,3 +119,24 @@ def resolve_entry(cfg: Config, entry: Any) -> str:
         "a MIG id equal to CUDA_VISIBLE_DEVICES",
         f"run with CUDA_VISIBLE_DEVICES={entry} (the id from `nvidia-smi -L`)",
     )
+
+
+def check_device_flag(value: str | None, flag: str = "--device") -> None:
+    """A benchmark's `--device`: cpu, cuda or cuda:N naming a visible device (ConfigError otherwise),
+    checked before anything is built (a CPU build of torch has no CUDA at all)."""
+    if value is None or value == "cpu":
+        return
+    allowed = "cpu, cuda, cuda:N"
+    if value != "cuda" and not _CUDA_N.match(value):
+        raise ConfigError(flag, value, "not a device", allowed, f"e.g. {flag} cuda:0 or {flag} cpu")
+    import torch
+
+    count = cuda_device_count()
+    if count == 0:
+        build = "a CPU build of torch" if torch.version.cuda is None else "no CUDA device visible"
+        raise ConfigError(flag, value, f"no CUDA device here ({build}: torch {torch.__version__})", "cpu here",
+                          f"use {flag} cpu, or run on a GPU machine with a CUDA build of torch")
+    m = _CUDA_N.match(value)
+    if m and int(m.group(1)) >= count:
+        raise ConfigError(flag, value, f"only {count} CUDA device(s) visible", f"cuda:0..cuda:{count - 1}",
+                          f"e.g. {flag} cuda:0")

@@ -1,5 +1,6 @@
 """ConfigError: every configuration problem names the key, the value, what is allowed and the fix;
-InputRefused: any other refusal before the run starts."""
+ConfigErrors: several of them at once; InputRefused: any other refusal before the run starts (exit
+code 2, docs/exit_codes.md)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,15 @@ class ConfigError(InputRefused):
         self.fix = fix
         shown = key if value is NO_VALUE else f"{key}={format_value(value)}"
         super().__init__(f"{shown}: {problem}. Allowed: {allowed}. Fix: {fix}")
+
+
+class ConfigErrors(ConfigError):
+    """Several configuration problems, reported together on one line. It stands for its first problem
+    where one is expected (key, value, problem, allowed, fix); `errors` holds them all."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        first = errors[0]
+        super().__init__(first.key, first.value, first.problem, first.allowed, first.fix)
+        self.errors = list(errors)
+        listed = "; ".join(f"({i}) {e}" for i, e in enumerate(self.errors, start=1))
+        self.args = (f"{len(self.errors)} configuration problems: {listed}",)

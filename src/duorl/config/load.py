@@ -19,7 +19,7 @@ from omegaconf.errors import ConfigKeyError, InterpolationResolutionError, Omega
 
 import duorl.config.devices as devices
 from duorl.config.catalog import algo_yaml, available_tasks, task_yaml
-from duorl.config.errors import NO_VALUE, ConfigError, format_value
+from duorl.config.errors import NO_VALUE, ConfigError, ConfigErrors, format_value
 from duorl.config.extras import check_extras
 from duorl.config.keys import close_matches, default_of, leaf_types
 from duorl.config.schema import ALGOS, Config
@@ -227,20 +227,25 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
         sources["sim.name"] = "--sim"
 
     sim_overridden = False
+    # every bad override is reported, with every bad value of the rest (validate): one refusal names all
+    refused: list[ConfigError] = []
     for item in overrides:
-        key, raw, layer = _parse_override(item)
-        if key in ("algo.name", "task.name", "sim.name"):
-            value = OmegaConf.select(layer, key)
-            if key == "algo.name":
-                _pinned(key, algo, value, "--algo")
-            elif key == "task.name":
-                _pinned(key, task, value, "--task")
-            else:
-                if sim is not None:
-                    _pinned(key, sim, value, "--sim")
-                sim_overridden = True
-        # errors quote the value as typed, which is what the user will edit
-        merge(layer, "override", "", key=key, value=raw)
+        try:
+            key, raw, layer = _parse_override(item)
+            if key in ("algo.name", "task.name", "sim.name"):
+                value = OmegaConf.select(layer, key)
+                if key == "algo.name":
+                    _pinned(key, algo, value, "--algo")
+                elif key == "task.name":
+                    _pinned(key, task, value, "--task")
+                else:
+                    if sim is not None:
+                        _pinned(key, sim, value, "--sim")
+                    sim_overridden = True
+            # errors quote the value as typed, which is what the user will edit
+            merge(layer, "override", "", key=key, value=raw)
+        except ConfigError as e:
+            refused.append(e)
 
     if sim is None and not sim_overridden:
         cfg.sim.name = best_sim()
@@ -251,8 +256,20 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
     except OmegaConfBaseException as e:  # unresolvable interpolation, missing value
         raise _wrap(e, None, NO_VALUE, "") from None
     assert isinstance(obj, Config)
-    validate(obj, probe_devices=probe_devices)
-    check_extras(obj)
+    known = lambda e: e.key in {r.key for r in refused}  # noqa: E731 - one problem per key
+    try:
+        validate(obj, probe_devices=probe_devices)
+    except ConfigErrors as e:
+        refused.extend(x for x in e.errors if not known(x))
+    except ConfigError as e:
+        if not known(e):
+            refused.append(e)
+    if not refused:
+        check_extras(obj)  # an optional package's settings, once the rest is right
+    if len(refused) == 1:
+        raise refused[0]
+    if refused:
+        raise ConfigErrors(refused)
     return obj, sources
 
 

@@ -84,6 +84,15 @@ class TrainingConfig:
     # offline needs no network or account: the run lands in RUN_DIR/wandb/ and `wandb sync` uploads it later
     wandb_mode: str = setting("online", "online (needs `wandb login`) or offline (RUN_DIR/wandb/, upload later "
                                         "with `wandb sync`)", WANDB_MODES)
+    stall_timeout_s: float = setting(
+        120.0, "liveness (docs/exit_codes.md): a duo process whose heartbeat is older than this in a steady-state "
+               "phase ends the run, named with its phase and last progress; never below 50x its longest "
+               "steady phase measured so far (s)")
+    stall_compile_timeout_s: float = setting(
+        900.0, "the same for the long phases: starting a process, building envs, compiling, capturing CUDA graphs, "
+               "writing checkpoints, waiting for other ranks (s; >= training.stall_timeout_s)")
+    wait_report_s: float = setting(30.0, "a wait for the other process of the duo says what it awaits after this "
+                                         "many seconds, and again at this interval")
 
 
 @dataclass
@@ -215,6 +224,11 @@ class DebugConfig:
     nan_loss_rank: int = setting(0, "the rank whose losses debug.nan_loss_iteration poisons")
     fail_capture_rank: int = setting(-1, "make this rank's whole-cycle graph capture fail (-1 = never): a capture "
                                          "error reaching every rank")
+    slow_phase: Optional[str] = setting(
+        None, "fault tests: each time this process enters this phase it stays there debug.slow_phase_s longer, "
+              "alive, so that a test can signal it there (runtime/heartbeat.py PHASES)",
+        "null, learner:<phase>, collector:<phase>")
+    slow_phase_s: float = setting(0.0, "how long debug.slow_phase holds its phase open (s)")
 
 
 @dataclass

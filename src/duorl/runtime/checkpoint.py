@@ -41,6 +41,8 @@ def save_checkpoint(
 
 
 def latest_checkpoint(run_dir_or_file: Path) -> Path:
+    """The checkpoint `latest.json` names (or the file itself); CheckpointError, naming the pointer,
+    when it is missing, unreadable, not duorl's, or names a file that is not there."""
     p = Path(run_dir_or_file)
     if p.is_file():
         return p
@@ -48,7 +50,22 @@ def latest_checkpoint(run_dir_or_file: Path) -> Path:
     pointer = directory / "latest.json"
     if not pointer.is_file():
         raise CheckpointError(f"no checkpoint in {p}: {pointer} is missing")
-    return directory / json.loads(pointer.read_text())["file"]
+    try:
+        name = json.loads(pointer.read_text(encoding="utf-8"))["file"]
+    except (OSError, ValueError, KeyError, TypeError) as e:  # ValueError: not UTF-8, not JSON
+        raise CheckpointError(f"{pointer} is corrupt ({type(e).__name__}: {e})") from None
+    if not isinstance(name, str) or Path(name).name != name:
+        raise CheckpointError(f"{pointer} is corrupt (its file entry {name!r} is not a checkpoint name)")
+    if not (directory / name).is_file():
+        raise CheckpointError(f"{pointer} names {name}, which is missing")
+    return directory / name
+
+
+def checkpoint_files(run_dir_or_file: Path) -> list[str]:
+    """The names of the checkpoints next to `run_dir_or_file` (for a fix that names another one)."""
+    p = Path(run_dir_or_file)
+    folder = p.parent if p.is_file() else (p / "checkpoints" if (p / "checkpoints").is_dir() else p)
+    return sorted(x.name for x in folder.glob("*.pt"))
 
 
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -56,7 +73,9 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     try:
         data = torch.load(path, map_location=map_location, weights_only=False)
     except Exception as e:  # noqa: BLE001 - any unpickling failure means the file is unusable
-        raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupt?): {e}") from e
+        # torch's messages run on for lines: the first sentence says what is wrong
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0].rstrip(".")
+        raise CheckpointError(f"checkpoint {path} is unreadable (truncated or corrupt?): {first}") from e
     if not isinstance(data, dict) or "header" not in data:
         raise CheckpointError(f"checkpoint {path} has no duorl header")
     version = data["header"].get("format_version")

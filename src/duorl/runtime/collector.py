@@ -12,7 +12,8 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -27,10 +28,12 @@ from duorl.runtime.control import (
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
     ControlBlock,
+    PeerStalled,
     StopRequested,
     format_exception,
     wait_until,
 )
+from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
 from duorl.runtime.replay import ReplayLayout, ReplayRing
 from duorl.runtime.tick import CollectorTick
 from duorl.runtime.timing import PhaseTimer, sync
@@ -67,6 +70,11 @@ class CollectorArgs:
     tick_cuda_graph: bool = False
     # the last eval_envs envs act deterministically (training.eval_envs)
     eval_envs: int = 0
+    # liveness: how long the learner may go without a heartbeat (runtime/heartbeat.py)
+    stall: StallBounds = field(default_factory=StallBounds)
+    # called with the message before this collector ends a learner whose heartbeat stopped (a
+    # data-parallel rank records it for the launcher); module-level functions only (pickled)
+    on_learner_stalled: Callable[[str], None] | None = None
 
 
 def _die_with_parent() -> None:
@@ -94,11 +102,32 @@ def collector_main(args: CollectorArgs) -> None:
         _run(args)
     except StopRequested:
         pass
+    except PeerStalled as e:
+        _end_stalled_learner(args, str(e))
     except BaseException:  # noqa: BLE001 - everything goes to the learner, then we exit non-zero
         control.write_error(f"collector failed in phase '{control.phase()}':\n{format_exception()}")
         sys.stderr.write(control.read_error() + "\n")
         sys.exit(1)
     control.set_phase("stopped")
+
+
+def _end_stalled_learner(args: CollectorArgs, why: str) -> None:
+    """The learner is alive but frozen (its heartbeat stopped): it cannot end the run itself, so this
+    collector names it and ends it (SIGKILL: a stopped or blocked process handles no other signal),
+    then exits; nothing of the duo outlives the run."""
+    message = f"{why}; the collector (pid {os.getpid()}) ends the learner"
+    sys.stderr.write(f"duorl: error: {message}\n")
+    sys.stderr.flush()
+    if args.on_learner_stalled is not None:
+        try:
+            args.on_learner_stalled(message)
+        except Exception:  # noqa: BLE001 - the message is on stderr already
+            pass
+    try:
+        os.kill(args.learner_pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    sys.exit(1)
 
 
 def _learner_alive(pid: int) -> Callable[[], str | None]:
@@ -117,7 +146,9 @@ def _run(args: CollectorArgs) -> None:
     device = torch.device(args.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    control.set_phase("building env")
+    beat = Heartbeat(control, "collector", args.stall)
+    watch = PeerWatch(control, beat, args.learner_pid, args.stall)
+    beat.phase("building env")
     env = args.env_factory()
     actor = args.actor_factory(device)
     actor.eval()
@@ -136,15 +167,15 @@ def _run(args: CollectorArgs) -> None:
         obs = _restore(args.restore, env, actor, gen, device)
     tick = CollectorTick(env, actor, ring, gen, obs, device, cuda_graph=args.tick_cuda_graph, timer=timer,
                          eval_envs=args.eval_envs)
-    snapshots = _Snapshots(args.snapshot_dir)
+    snapshots = _Snapshots(args.snapshot_dir, beat)
     nan_snapshot = getattr(env, "nan_snapshot", None) if args.nan_dump_path else None
     control.set(COLLECTOR_READY, 1)
     k = args.start_iteration
     try:
         while True:
-            control.set_phase("waiting for weights")
             try:
-                waited = wait_until(lambda: control.get(WEIGHTS_VERSION) >= k, learner_alive, "waiting for weights", stop)
+                waited = wait_until(lambda: control.get(WEIGHTS_VERSION) >= k, learner_alive,
+                                    f"the collector waited for weights W_{k}", stop, watch=watch)
             except StopRequested:
                 waited = 0.0
             if stop():
@@ -152,7 +183,8 @@ def _run(args: CollectorArgs) -> None:
                 return
             t_iter = time.perf_counter()
             board.load_into(actor, k)
-            control.set_phase("stepping" if tick.captured or not args.tick_cuda_graph else "capturing the tick graph")
+            # the first tick compiles (sim.tick_compile) or is captured (sim.tick_cuda_graph): a long phase
+            beat.phase("stepping" if k > args.start_iteration else "compiling or capturing")
             tick.run(k * s, s)
             if args.delay_ms > 0:
                 time.sleep(args.delay_ms / 1e3)
@@ -191,14 +223,22 @@ def snapshot_path(directory: str | os.PathLike, boundary: int) -> str:
     return os.path.join(directory, f".collector_{boundary:06d}.pt")
 
 
+def remove_snapshots(directory: str | os.PathLike) -> None:
+    """Remove the states a collector left for checkpoints that were never taken (it runs one
+    iteration ahead, so a stop can leave the one of the boundary after the final checkpoint's)."""
+    for path in Path(directory).glob(".collector_*.pt"):
+        path.unlink(missing_ok=True)
+
+
 class _Snapshots:
     """The collector's state after each of its last two iterations (env, exploration RNG, the obs the
     next tick acts on). Two, because when a run stops the collector may already have finished the
     iteration after the learner's last one."""
 
-    def __init__(self, directory: str | None) -> None:
+    def __init__(self, directory: str | None, beat: Heartbeat | None = None) -> None:
         self.directory = directory
         self.slots: list[dict[str, Any] | None] = [None, None]
+        self.beat = beat
 
     def take(self, iteration: int, env: Any, actor: nn.Module, gen: torch.Generator, obs: dict[str, torch.Tensor]) -> None:
         if self.directory is None or not hasattr(env, "state_dict"):
@@ -220,6 +260,8 @@ class _Snapshots:
         snap = self.slots[(boundary - 1) % 2]
         if snap is None or snap["iteration"] != boundary - 1:
             return
+        if self.beat is not None:
+            self.beat.phase("writing its state")
         path = snapshot_path(self.directory, boundary)
         tmp = path + f".tmp-{os.getpid()}"
         torch.save(_to_cpu(snap), tmp)

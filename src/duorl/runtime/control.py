@@ -1,7 +1,8 @@
 """The control block: small CPU shared-memory counters and per-iteration collector statistics.
 
 Counters only move forward and each has one writer, so plain stores are enough: the learner writes
-`weights_version` and `stop`; the collector writes everything else. A writer finishes the GPU work a
+`weights_version`, `stop`, `final_boundary` and its own liveness slots (LEARNER_*); the collector
+writes everything else. A writer finishes the GPU work a
 counter announces (stream sync) before it stores the counter.
 """
 
@@ -11,7 +12,7 @@ import os
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 import torch
 
@@ -27,7 +28,14 @@ COLLECTOR_PHASE = 5  # collector: what it is doing (a Phase value), for error me
 COLLECTOR_PID = 6
 FINAL_BOUNDARY = 7  # learner: the iteration boundary of the final checkpoint (set before STOP)
 STOP_REQUESTED = 8  # collector: a SIGTERM reached it; the learner stops the run cleanly
-N_SLOTS = 9
+# liveness (runtime/heartbeat.py): each process's phase, a host timestamp (time.monotonic_ns, one
+# clock for every process of the host) and its longest steady-state phase so far (microseconds)
+LEARNER_PHASE = 9
+LEARNER_BEAT_NS = 10
+COLLECTOR_BEAT_NS = 11
+LEARNER_STEADY_US = 12
+COLLECTOR_STEADY_US = 13
+N_SLOTS = 14
 
 # collector statistics, one row per iteration parity (iteration k writes row k % 2)
 STAT_FIELDS = (
@@ -55,7 +63,12 @@ STAT_FIELDS = (
 )
 STAT = {name: i for i, name in enumerate(STAT_FIELDS)}
 
-COLLECTOR_PHASES = ("starting", "building env", "waiting for weights", "stepping", "capturing the tick graph", "stopped")
+# what each process is doing, for stall bounds and error messages (runtime/heartbeat.py says which
+# phases are long); "compiling or capturing": the first tick (compiled tensor code, the tick graph)
+COLLECTOR_PHASES = ("starting", "building env", "waiting for weights", "stepping", "compiling or capturing",
+                    "writing its state", "stopped")
+LEARNER_PHASES = ("starting", "waiting for the collector", "waiting for the other ranks", "compiling or capturing",
+                  "training", "publishing weights", "logging", "writing a checkpoint", "stopping")
 
 ERROR_BYTES = 8192
 DEVICE_BYTES = 128
@@ -135,8 +148,20 @@ class PeerDied(RuntimeError):
     """The other process of the duo is gone."""
 
 
+class PeerStalled(PeerDied):
+    """The other process of the duo is alive but its heartbeat stopped (stopped, deadlocked, a hung GPU)."""
+
+
 class StopRequested(Exception):
     """A stop (SIGINT/SIGTERM or the learner's stop flag) arrived while waiting."""
+
+
+class Watch(Protocol):
+    """A waiter's view of its peer's heartbeat (runtime/heartbeat.PeerWatch)."""
+
+    def enter(self) -> None: ...
+
+    def poll(self, what: str) -> None: ...
 
 
 def wait_until(
@@ -144,16 +169,22 @@ def wait_until(
     peer_alive: Callable[[], str | None],
     what: str,
     stop_requested: Callable[[], bool] = lambda: False,
+    watch: Watch | None = None,
 ) -> float:
     """Spin-then-sleep until `ready()`; between polls check the peer (`peer_alive` returns None while
-    alive, else a description of its death) and stop requests. No clock deadline: compile and capture
-    times are unbounded, so only a dead peer or a stop ends a wait early. Returns the seconds waited."""
+    alive, else a description of its death) and stop requests. The wait itself has no deadline; with a
+    `watch`, this process beats while it waits, a peer whose heartbeat stopped for longer than its
+    phase's bound raises PeerStalled, and a long wait says what it awaits. Returns the seconds waited."""
     t0 = time.perf_counter()
     spins = 0
+    if watch is not None:
+        watch.enter()
     while not ready():
         death = peer_alive()
         if death is not None:
             raise PeerDied(f"{death} while {what}")
+        if watch is not None:
+            watch.poll(what)
         if stop_requested():
             raise StopRequested(what)
         spins += 1

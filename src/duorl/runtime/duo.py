@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
 import torch
@@ -19,8 +19,11 @@ from torch import nn
 
 from duorl.envs.base import EnvSpec
 from duorl.graphs import GraphCaptureError
-from duorl.runtime.collector import CollectorArgs, collector_main
+from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapshots
 from duorl.runtime.coordination import RankCoordinator, RankLost, Solo
+from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
+from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
+from duorl.runtime.stop_signals import early_stop_signal
 from duorl.runtime.control import (
     COLLECTOR_FAILED,
     COLLECTOR_READY,
@@ -77,6 +80,10 @@ class DuoSettings:
     nan_loss_iteration: int = -1
     # debug: this rank's whole-cycle graph capture fails
     fail_capture: bool = False
+    # liveness: stall bounds of both processes (runtime/heartbeat.py)
+    stall: StallBounds = field(default_factory=StallBounds)
+    # the collector calls this (pickled: a module-level function) before it ends a frozen learner
+    on_learner_stalled: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -128,7 +135,8 @@ class _StopFlag:
     SIGINT interrupts at once (without peers: `second_sigint_interrupts`)."""
 
     def __init__(self, second_sigint_interrupts: bool = True, requested: Callable[[], bool] = lambda: False) -> None:
-        self.signal: int | None = None
+        # a stop requested before the loop (runtime/stop_signals.py, installed at process start) counts
+        self.signal: int | None = early_stop_signal()
         self.second_sigint_interrupts = second_sigint_interrupts
         self.requested = requested  # a stop asked for elsewhere (the collector got a SIGTERM)
         self._old: dict[int, Any] = {}
@@ -186,6 +194,7 @@ class Duo:
         self.coord: RankCoordinator = coordinator if coordinator is not None else Solo()
         self.device = torch.device(settings.device)
         self.process: mp.Process | None = None
+        self._watch: PeerWatch | None = None
         self._done_iterations = 0
         self.tick_graph_active = False
         self.wall_limited = False  # stopped by max_wall_s (a completed run, at an earlier boundary)
@@ -197,6 +206,11 @@ class Duo:
         self.ring = ReplayRing.allocate(self.layout, self.device)
         self.board = WeightBoard.allocate(self.learner.actor, self.device)
         self.control = ControlBlock.allocate()
+        self._beat = Heartbeat(self.control, "learner", s.stall)
+        # the learner's phase follows its calls into the other ranks and into the run directory
+        self.coord = PhasedCoordinator(self.coord, self._beat)
+        self.reporter = PhasedReporter(self.reporter, self._beat)
+        self._cycles_seen: set[Any] = set()
         gen = torch.Generator(device=self.device)
         gen.manual_seed(s.replay_seed)
         self.sampler = ReplaySampler(self.ring, gen, check_window=s.check_replay_window, age_bias=s.replay_age_bias)
@@ -234,11 +248,15 @@ class Duo:
             delay_ms=s.collector_delay_ms,
             tick_cuda_graph=s.tick_cuda_graph,
             eval_envs=s.eval_envs,
+            # a data-parallel learner waits for the other ranks inside its update: its collector allows it more
+            stall=replace(s.stall, peer_factor=2.0 if self.coord.world_size > 1 else 1.0),
+            on_learner_stalled=s.on_learner_stalled,
         )
         ctx = mp.get_context("spawn")
         # daemon: multiprocessing terminates it if this process exits on an unhandled path
         self.process = ctx.Process(target=collector_main, args=(args,), name="duorl-collector", daemon=True)
         self.process.start()
+        self._watch = PeerWatch(self.control, self._beat, self.process.pid, s.stall)
 
     def _collector_alive(self) -> str | None:
         p = self.process
@@ -278,6 +296,7 @@ class Duo:
                     self._collector_alive,
                     "the learner waited for the collector to build its env",
                     self._wait_stop,
+                    watch=self._watch,
                 )
                 manifest = self._manifest()
                 if self.on_collector_ready is not None:
@@ -306,10 +325,13 @@ class Duo:
         if status == "completed" and stop():
             status = "interrupted"
         env_steps = self.control.get(TICKS_WRITTEN) * s.num_envs
-        if status != "refused" and (status != "failed" or self.coord.world_size == 1):
+        if status != "refused" and (status != "failed" or (self.coord.world_size == 1 and k > start)):
             # with peers the final checkpoint is gathered from every rank, so a rank that failed alone
-            # (its peers are elsewhere in the loop) keeps the last periodic one instead
+            # (its peers are elsewhere in the loop) keeps the last periodic one instead; a run that
+            # failed before its first iteration has nothing to keep (an untrained learner)
             self.reporter.checkpoint(k, env_steps, final=True, runtime_state=self._runtime_state(k))
+        if self.s.snapshot_dir is not None:
+            remove_snapshots(self.s.snapshot_dir)  # states the collector left for boundaries never reached
         return DuoResult(
             status=status,
             iterations=k,
@@ -381,6 +403,7 @@ class Duo:
                 self._collector_alive,
                 f"the learner waited for ticks < {hi} (iteration {k})",
                 self._wait_stop,
+                watch=self._watch,
             )
             cstats = self.control.read_stats(k - 1) if k > start else None
             origin = self.replay_origin
@@ -395,6 +418,7 @@ class Duo:
                 poisoned = self.loss_poison is not None and k == s.nan_loss_iteration
                 if poisoned:
                     self.loss_poison[0] = float("nan")
+                self._beat.phase(self._train_phase())
                 with timer.phase("learner_train_ms"):
                     train = self.graph.train_iteration if self.graph is not None else self.learner.train_iteration
                     metrics_dev = train(self.sampler.sample, s.updates_per_step)
@@ -403,6 +427,7 @@ class Duo:
             if s.learner_delay_ms > 0:
                 time.sleep(s.learner_delay_ms / 1e3)
             t_pub = time.perf_counter()
+            self._beat.phase("publishing weights")
             if k == s.max_iterations - 1:
                 # no collector iteration needs W_max: let the collector stop instead of running it
                 self.control.set(FINAL_BOUNDARY, s.max_iterations)
@@ -429,11 +454,21 @@ class Duo:
                     self._collector_alive,
                     f"the learner waited for the collector's state at iteration {k + 1}",
                     self._wait_stop,
+                    watch=self._watch,
                 )
                 self.reporter.checkpoint(
                     k + 1, self.control.get(TICKS_WRITTEN) * n, final=False, runtime_state=self._runtime_state(k + 1)
                 )
         return last
+
+    def _train_phase(self) -> str:
+        """'compiling or capturing' the first time an update cycle runs (torch.compile compiles it, a
+        whole-cycle graph captures it; both key on the learner's cycle), else 'training'."""
+        key = self.learner.cycle_key(self.s.updates_per_step) if hasattr(self.learner, "cycle_key") else None
+        if key in self._cycles_seen:
+            return "training"
+        self._cycles_seen.add(key)
+        return "compiling or capturing"
 
     def _manifest(self) -> dict[str, Any]:
         assert self.process is not None
@@ -456,18 +491,14 @@ class Duo:
             self.graph.release()  # graphs go before anything they reference (and, later, the process group)
         if not hasattr(self, "control"):
             return
+        self._beat.phase("stopping")
         self.control.set(FINAL_BOUNDARY, final_boundary)
         self.control.set(STOP, 1)
         p = self.process
         if p is None:
             return
-        p.join(timeout=30)
-        if p.is_alive():
-            p.terminate()
-            p.join(timeout=5)
-        if p.is_alive():
-            p.kill()
-            p.join(timeout=5)
+        # a stalled collector cannot stop by itself: it is ended at once
+        shutdown_collector(p, stalled=self._watch is not None and self._watch.peer_stalled)
         if self.device.type == "cuda":
             # release the CUDA IPC blocks the collector held, so the learner's exit finds none in use
             torch.cuda.ipc_collect()

@@ -8,14 +8,26 @@ from pathlib import Path
 from typing import Any
 
 
-def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+def read_metrics(path: str | Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
     """All rows of a metrics.jsonl file, in file order.
 
-    A last line without its newline is skipped if it does not parse: the writer of a live run may be
-    halfway through it. Any other malformed line is an error naming the line number.
+    A last line that does not parse is skipped (with a note appended to `notes`): the writer of a live
+    run may be halfway through it, and a run killed while writing it leaves it torn. Any other
+    malformed line is an error naming the line number; a file that is not UTF-8 text is an error
+    naming the file.
     """
-    text = Path(path).read_text(encoding="utf-8")
+    raw = Path(path).read_bytes()
+    # a crash can also leave the unwritten tail of the file as zeros
+    stripped = raw.rstrip(b"\0")
+    try:
+        text = stripped.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not a metrics.jsonl file (binary data: byte 0x{stripped[e.start]:02x} at offset "
+                         f"{e.start} is not UTF-8 text)") from None
+    if "\0" in text:
+        raise ValueError(f"{path} is not a metrics.jsonl file (binary data: a NUL byte at offset {text.index(chr(0))})")
     lines = text.split("\n")
+    last = max((i for i, line in enumerate(lines, start=1) if line.strip()), default=0)
     rows: list[dict[str, Any]] = []
     for i, line in enumerate(lines, start=1):
         if not line.strip():
@@ -23,7 +35,10 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)  # accepts NaN / Infinity too
         except json.JSONDecodeError as e:
-            if i == len(lines):  # unterminated final line: a write in progress
+            if i == last:  # the last line: a write in progress, or one a crash cut short
+                if notes is not None:
+                    notes.append(f"skipped the torn last line {i} of {path} (a run killed while writing it, or "
+                                 "one writing it now)")
                 continue
             raise ValueError(f"{path}:{i}: not a JSON object ({e.msg})") from None
         if not isinstance(row, dict):

