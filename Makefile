@@ -30,9 +30,10 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/duorl train --algo sac --task pendulum_swingup $(ARGS)
 
+# two pytest workers: most tests wait on the processes they start, so two share two cores well
 test: $(STAMP)
 	$(VENV)/bin/duorl assets g1 --if-missing
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 tests
 
 clean:
 	rm -rf $(VENV) runs
