@@ -37,7 +37,7 @@ def test_killing_rank_1s_part_ends_the_run_naming_it(tmp_path, part):
         assert "the data-parallel run failed" in err and "rank 1" in err, err[-3000:]
         summary_lines = err.split("the data-parallel run failed:", 1)[1]
         if part == "collector":
-            assert f"rank 1 (" in summary_lines and f"collector (pid {victim}) was killed by signal 9" in summary_lines
+            assert "rank 1 (" in summary_lines and f"collector (pid {victim}) was killed by signal 9" in summary_lines
         else:
             assert f"the learner (pid {victim}) was killed by signal SIGKILL" in summary_lines, err[-3000:]
         # rank 0 is named only as stopped because of rank 1, never as a failure of its own

@@ -142,8 +142,8 @@ class SACFamilyLearner(CycleCaptureMixin):
         """AdamW with its learning rate as a device tensor (a schedule can fill_() it without recapturing a
         graph), fused on every device: one kernel per step and an on-device skip through `found_inf`
         (step_unless_invalid); capturable on CUDA (step counters on the device, allowed in a capture)."""
-        return torch.optim.AdamW(params, lr=torch.tensor(lr, device=self.device), betas=betas, weight_decay=weight_decay,
-                                 fused=True, capturable=self.device.type == "cuda")
+        return torch.optim.AdamW(params, lr=torch.tensor(lr, device=self.device), betas=betas,
+                                 weight_decay=weight_decay, fused=True, capturable=self.device.type == "cuda")
 
     def set_synchronizer(self, sync: GradientSynchronizer) -> None:
         """Hand every optimizer group and running-statistics buffer to `sync` (data parallel); before

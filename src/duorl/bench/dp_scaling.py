@@ -41,11 +41,12 @@ class ScalingSpec:
         if len(self.devices) < 1:
             raise ValueError("--devices must list at least one device")
         if self.iterations < self.ignore_first + self.report_last:
-            raise ValueError(f"--iterations must be >= {self.ignore_first + self.report_last} (first {self.ignore_first} "
-                             f"ignored, last {self.report_last} reported)")
+            raise ValueError(f"--iterations must be >= {self.ignore_first + self.report_last} (first "
+                             f"{self.ignore_first} ignored, last {self.report_last} reported)")
         if self.repeats < 1:
             raise ValueError("--repeats must be >= 1")
-        bad = [o for o in self.overrides if o.split("=", 1)[0].strip() in ("training.devices", "training.data_parallel")]
+        own = ("training.devices", "training.data_parallel")
+        bad = [o for o in self.overrides if o.split("=", 1)[0].strip() in own]
         if bad:
             raise ValueError(f"{bad[0]}: the benchmark sets the devices itself (--devices)")
 

@@ -9,7 +9,7 @@ states to rank 0, which alone holds the run directory and writes.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable
+from typing import Any
 
 from duorl.dist.group import DistContext
 from duorl.runtime.coordination import StopVerdict

@@ -160,7 +160,8 @@ class FlashSACLearner(SACFamilyLearner):
                 for k, v in zip(_ACTOR_METRICS, self._update_actor_and_alpha(batch, obs_critic)):
                     actor_sums[k] += v
                 actor_updates += 1
-            critic_loss, q_mean, critic_ok = self._update_critic(batch, batch.reward / scale, obs_critic, next_obs_critic)
+            critic_loss, q_mean, critic_ok = self._update_critic(batch, batch.reward / scale, obs_critic,
+                                                                 next_obs_critic)
             critic_loss_sum += critic_loss
             q_mean_sum += q_mean
             self._update_targets(critic_ok)
