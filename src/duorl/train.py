@@ -139,10 +139,9 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
     agree(checked.problem, "checking the run's inputs")
 
-    resume_states, resumed_from, learner_state = None, None, None
+    resume_state, resumed_from, learner_state = None, None, None
     if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
-        resume_states, learner_state, resumed_from = _load_resume(cfg, task, world, lead, ctx)
-    resume_state = resume_states[rank] if resume_states is not None else None
+        resume_state, learner_state, resumed_from = _load_resume(cfg, task, world, lead, ctx)
 
     layout = ReplayLayout(tr.num_envs, algo.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
     fix = "lower algo.buffer_size (ticks kept per env) or training.num_envs"
@@ -313,7 +312,9 @@ def _data_parallel_learner(cfg: Config, learner: Any, ctx: Any, device: torch.de
     from duorl.dist.agreement import layout_mismatch
     from duorl.dist.grad_sync import AllReduceSynchronizer, group_layout
 
-    state = ctx.broadcast(_to_cpu(learner.state_dict()) if ctx.rank == 0 else None,
+    from duorl.runtime.checkpoint import to_cpu
+
+    state = ctx.broadcast(to_cpu(learner.state_dict()) if ctx.rank == 0 else None,
                           "broadcasting rank 0's initial learner state")
     if ctx.rank != 0:
         learner.load_state_dict(state)
@@ -325,25 +326,16 @@ def _data_parallel_learner(cfg: Config, learner: Any, ctx: Any, device: torch.de
     return sync
 
 
-def _to_cpu(obj: Any) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu()
-    if isinstance(obj, dict):
-        return {k: _to_cpu(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_to_cpu(v) for v in obj]
-    return obj
-
-
 def _gather_verdicts(ctx: Any, verdict: MpsVerdict) -> list[MpsVerdict]:
     if ctx is None:
         return [verdict]
     return ctx.all_gather(verdict, "gathering the CUDA MPS client checks", group="startup")
 
 
-def _load_resume(cfg: Config, task: Any, world: int, lead: bool, ctx: Any) -> tuple[list[Any], Any, dict[str, Any]]:
-    """Rank 0 reads and checks the checkpoint; every rank gets its own runtime state and rank 0's
-    learner state (ranks refuse together)."""
+def _load_resume(cfg: Config, task: Any, world: int, lead: bool, ctx: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """(this rank's runtime state, rank 0's learner state, the manifest's resumed_from): rank 0 reads and
+    checks the checkpoint; every rank gets the learner state and its own runtime state (replay can be
+    large: no rank receives another's); ranks refuse together."""
     from duorl.resume import load_resume
 
     problem, found = None, None
@@ -354,23 +346,29 @@ def _load_resume(cfg: Config, task: Any, world: int, lead: bool, ctx: Any) -> tu
             if ctx is None:
                 raise
             problem = str(e)
-    if ctx is not None:
-        ctx.agree(problem, "checking the checkpoint to resume")
-        found = ctx.broadcast(found if lead else None, "sharing the checkpoint to resume")
-    assert found is not None
-    ckpt_path, learner_state, states = found
+    if ctx is None:
+        assert found is not None
+        return found[2][0], found[1], _resumed_from(found[0], found[2])
+    ctx.agree(problem, "checking the checkpoint to resume")
+    head = ctx.broadcast((found[1], _resumed_from(found[0], found[2])) if lead else None,
+                         "sharing the checkpoint to resume")
+    mine = ctx.scatter_from_zero(list(found[2]) if lead else None, "handing every rank its runtime state")
+    learner_state, resumed_from = head
+    return mine, learner_state, resumed_from
+
+
+def _resumed_from(ckpt_path: Path, states: list[Any]) -> dict[str, Any]:
+    """The manifest's record of a resume (and its one line on the console)."""
     first = states[0]
-    resumed_from = {
+    note = "" if first.replay is not None else " (replay not in the checkpoint: refilling it first)"
+    print(f"duorl: resuming {ckpt_path} at iteration {first.iteration}{note}", flush=True)
+    return {
         "checkpoint": str(ckpt_path),
         "iteration": first.iteration,
         "collector_state": all(s.collector is not None for s in states),
         "replay": all(s.replay is not None for s in states),
         "world_size": len(states),
     }
-    if lead:
-        note = "" if first.replay is not None else " (replay not in the checkpoint: refilling it first)"
-        print(f"duorl: resuming {ckpt_path} at iteration {first.iteration}{note}", flush=True)
-    return states, learner_state, resumed_from
 
 
 def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, world: int,

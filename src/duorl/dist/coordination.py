@@ -110,7 +110,11 @@ class RankReporter:
             self.inner.log(iteration, total_steps, wall_s, reduce_rows([r for r, _ in rows]))
 
     def checkpoint(self, iteration: int, env_steps: int, final: bool, runtime_state: dict[str, Any]) -> None:
-        states = self.ctx.gather_to_zero((runtime_state, env_steps), f"gathering the checkpoint at iteration {iteration}")
+        from duorl.runtime.checkpoint import to_cpu
+
+        # host copies: rank 0 must not receive every rank's replay into its own GPU's memory
+        states = self.ctx.gather_to_zero((to_cpu(runtime_state), env_steps),
+                                         f"gathering the checkpoint at iteration {iteration}")
         if self.inner is not None:
             assert states is not None
             per_rank = [s for s, _ in states]

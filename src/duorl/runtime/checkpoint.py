@@ -17,6 +17,17 @@ class CheckpointError(RuntimeError):
     pass
 
 
+def to_cpu(obj: Any) -> Any:
+    """`obj` with every tensor in it (nested dicts, lists, tuples) copied to host memory."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_cpu(v) for v in obj)
+    return obj
+
+
 def save_checkpoint(
     directory: Path, iteration: int, payload: dict[str, Any], header: dict[str, Any], final: bool = False
 ) -> Path:

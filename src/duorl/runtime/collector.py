@@ -34,6 +34,7 @@ from duorl.runtime.control import (
     wait_until,
 )
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
+from duorl.runtime.checkpoint import to_cpu
 from duorl.runtime.replay import ReplayLayout, ReplayRing
 from duorl.runtime.tick import CollectorTick
 from duorl.runtime.timing import PhaseTimer, sync
@@ -264,16 +265,8 @@ class _Snapshots:
             self.beat.phase("writing its state")
         path = snapshot_path(self.directory, boundary)
         tmp = path + f".tmp-{os.getpid()}"
-        torch.save(_to_cpu(snap), tmp)
+        torch.save(to_cpu(snap), tmp)
         os.replace(tmp, path)
-
-
-def _to_cpu(obj: Any) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu()
-    if isinstance(obj, dict):
-        return {k: _to_cpu(v) for k, v in obj.items()}
-    return obj
 
 
 def _restore(snap: dict[str, Any], env: Any, actor: nn.Module, gen: torch.Generator, device: torch.device) -> dict[str, torch.Tensor]:
