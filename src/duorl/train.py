@@ -225,7 +225,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     if lead:
         (run_dir / "checkpoints").mkdir(exist_ok=True)
         reporter = RunDirectory(cfg, run_dir, learner, device)
-        reporter.manifest.update(_manifest(cfg, device, switches, spec, world, resumed_from,
+        reporter.manifest.update(_manifest(cfg, device, switches, spec, world, ctx is not None, resumed_from,
                                            device_record, host_record, package_versions))
         # which rule skips invalid steps: this process's verdict alone, or every rank's
         reporter.manifest["gradient_synchronizer"] = type(learner.grad_sync).__name__
@@ -371,13 +371,13 @@ def _resumed_from(ckpt_path: Path, states: list[Any]) -> dict[str, Any]:
     }
 
 
-def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, world: int,
+def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, world: int, data_parallel: bool,
               resumed_from: Any, device_record: Any, host_record: Any, package_versions: Any) -> dict[str, Any]:
     tr, algo = cfg.training, cfg.algo
     return {
         "world_size": world,
         "rank": 0,
-        "data_parallel": world > 1 or cfg.training.data_parallel is True or _launched(),
+        "data_parallel": data_parallel,
         "devices": [device_record(device)],
         "env_device": switches.env_device,
         "sim": cfg.sim.name,
@@ -407,12 +407,6 @@ def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, 
         "env_spec": spec.record(),
         "resumed_from": resumed_from,
     }
-
-
-def _launched() -> bool:
-    from duorl.dist.launch import rank_env
-
-    return rank_env() is not None
 
 
 def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, directory: Any, ctx: Any) -> int:

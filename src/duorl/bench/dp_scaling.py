@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from duorl.bench.mps_matrix import FIELDS, IGNORE_FIRST, REPORT_LAST, mean_of, summarize_run
-from duorl.bench.report import emit
+from duorl.bench.report import run_checked, train_command
 
 MIN_EFFICIENCY = 0.70  # seed 004: below this the scaling is a failure to investigate
 TARGET_EFFICIENCY = 0.90
@@ -57,15 +56,10 @@ class ScalingSpec:
         return ("plain", "world_size_1") if n == 1 else ("world_size_1", f"world_size_{n}")
 
     def command(self, arm: str, log_dir: Path) -> list[str]:
-        cmd = [sys.executable, "-m", "duorl", "train", "--algo", self.algo, "--task", self.task]
-        if self.sim:
-            cmd += ["--sim", self.sim]
         world = 1 if arm in ("plain", "world_size_1") else len(self.devices)
-        devices = ",".join(self.devices[:world])
-        cmd += [f"training.log_dir={log_dir}", f"algo.max_iterations={self.iterations}", "training.log_interval=1",
-                "training.progress=false", f"algo.save_interval={self.iterations}", f"training.devices=[{devices}]",
-                f"training.data_parallel={'false' if arm == 'plain' else 'true'}", *self.overrides]
-        return cmd
+        return train_command(self.algo, self.task, self.sim, log_dir, self.iterations,
+                             f"training.devices=[{','.join(self.devices[:world])}]",
+                             f"training.data_parallel={'false' if arm == 'plain' else 'true'}", *self.overrides)
 
 
 def run_scaling(spec: ScalingSpec, workdir: Path, run: Callable[[list[str]], int] | None = None) -> dict[str, Any]:
@@ -125,14 +119,9 @@ def bench_dp_main(algo: str, task: str, sim: str | None, devices: str, iteration
                   ignore_first: int, report_last: int, out: str | None, overrides: list[str]) -> int:
     spec = ScalingSpec(algo, task, sim, tuple(d.strip() for d in devices.split(",") if d.strip()), iterations, repeats,
                        ignore_first, report_last, tuple(overrides))
-    try:
-        spec.check()
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+    result = run_checked(spec.check, lambda workdir: run_scaling(spec, workdir), "duorl-bench-dp-", out)
+    if result is None:
         return 2
-    with tempfile.TemporaryDirectory(prefix="duorl-bench-dp-") as tmp:
-        result = run_scaling(spec, Path(tmp))
-    emit(result, out)
     code = verdict(result)
     if code:
         eff = result["efficiency"]

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from duorl.bench.report import emit
+from duorl.bench.report import run_checked, train_command
 from duorl.telemetry.metrics_file import read_metrics
 
 FIELDS = {
@@ -52,14 +51,8 @@ class MatrixSpec:
             raise ValueError("--repeats must be >= 1")
 
     def command(self, arm: str, log_dir: Path) -> list[str]:
-        cmd = [sys.executable, "-m", "duorl", "train", "--algo", self.algo, "--task", self.task]
-        if self.sim:
-            cmd += ["--sim", self.sim]
-        cmd += [f"training.log_dir={log_dir}", f"algo.max_iterations={self.iterations}", "training.log_interval=1",
-                "training.progress=false", f"algo.save_interval={self.iterations}", *self.overrides]
-        if arm == "mps":
-            cmd.append("training.cuda_process_sharing=mps")
-        return cmd
+        mps = ("training.cuda_process_sharing=mps",) if arm == "mps" else ()
+        return train_command(self.algo, self.task, self.sim, log_dir, self.iterations, *self.overrides, *mps)
 
 
 def summarize_run(run_dir: Path, ignore_first: int = IGNORE_FIRST, report_last: int = REPORT_LAST) -> dict[str, Any]:
@@ -126,12 +119,7 @@ def mean_of(values: list[Any]) -> float | None:
 
 def bench_mps_main(algo: str, task: str, sim: str | None, iterations: int, repeats: int, out: str | None, overrides: list[str]) -> int:
     spec = MatrixSpec(algo, task, sim, iterations, repeats, tuple(overrides))
-    try:
-        spec.check()
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+    result = run_checked(spec.check, lambda workdir: run_matrix(spec, workdir), "duorl-bench-mps-", out)
+    if result is None:
         return 2
-    with tempfile.TemporaryDirectory(prefix="duorl-bench-mps-") as tmp:
-        result = run_matrix(spec, Path(tmp))
-    emit(result, out)
     return 0 if result["arms"]["off"]["completed"] and result["arms"]["mps"]["completed"] else 1

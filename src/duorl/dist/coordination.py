@@ -77,7 +77,7 @@ class RankReporter:
         self.rank_record = rank_record  # rank, host, local rank, device UUID
         self._rows = 0
         self._round_ms: float | None = None
-        self._last_iteration = 0
+        self._last_iteration: int | None = None  # the previous row's iteration (none yet)
 
     def started(self, manifest: dict[str, Any]) -> None:
         record = {**self.rank_record, "learner_pid": manifest.get("learner_pid"),
@@ -91,8 +91,10 @@ class RankReporter:
         row = dict(metrics)
         ms = self.sync.take_ms()
         if ms is not None:
-            # eager iterations: the time this rank spent in gradient all-reduces, per iteration
-            row["Perf/dp_grad_sync_ms"] = ms / max(iteration - self._last_iteration, 1)
+            # eager iterations: the time this rank spent in gradient all-reduces, per iteration (from the
+            # second row on: the first one's span since a start or resume is not known here)
+            if self._last_iteration is not None:
+                row["Perf/dp_grad_sync_ms"] = ms / max(iteration - self._last_iteration, 1)
         elif "Perf/learner_train_ms" in metrics:
             # the reductions ran inside the captured graph, where they cannot be timed: every rank
             # measures one eager all-reduce round over the same buffers together, now and then

@@ -221,8 +221,7 @@ class Duo:
             from duorl.graphs import WholeCycleGraph
 
             # the sampler draws inside the captured iteration: its generator replays with the graph
-            agree = self.coord.agree_capture if self.coord.world_size > 1 or not self.coord.local_stops else None
-            self.graph = WholeCycleGraph(self.learner, extra_generators=[gen], agree=agree,
+            self.graph = WholeCycleGraph(self.learner, extra_generators=[gen], agree=self.coord.agree_capture,
                                          inject_capture_failure=s.fail_capture)
 
     def _spawn_collector(self, start_iteration: int) -> None:
