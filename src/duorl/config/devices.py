@@ -30,11 +30,21 @@ def cuda_device_count() -> int:
     return torch.cuda.device_count()
 
 
-def cuda_uuids() -> list[str]:
-    """'GPU-<uuid>' of each visible device, in ordinal order."""
+def gpu_uuid(device: Any) -> str | None:
+    """'GPU-<uuid>' of a CUDA device (what nvidia-smi -L shows and CUDA_VISIBLE_DEVICES accepts): the
+    one name of a physical GPU that every process agrees on, whatever ordinal it sees; None for the CPU."""
     import torch
 
-    return [f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in range(cuda_device_count())]
+    d = torch.device(device)
+    if d.type != "cuda":
+        return None
+    uuid = getattr(torch.cuda.get_device_properties(d.index if d.index is not None else 0), "uuid", None)
+    return f"GPU-{uuid}" if uuid is not None else None
+
+
+def cuda_uuids() -> list[str]:
+    """'GPU-<uuid>' of each visible device, in ordinal order."""
+    return [u for i in range(cuda_device_count()) if (u := gpu_uuid(f"cuda:{i}")) is not None]
 
 
 def entry_kind(entry: Any) -> str | None:

@@ -215,14 +215,9 @@ class RealHost:
         return torch.cuda.is_available()
 
     def device_uuid(self, device: str) -> str | None:
-        import torch
+        from duorl.config.devices import gpu_uuid
 
-        d = torch.device(device)
-        if d.type != "cuda":
-            return None
-        props = torch.cuda.get_device_properties(d.index if d.index is not None else 0)
-        uuid = getattr(props, "uuid", None)
-        return f"GPU-{uuid}" if uuid is not None else None
+        return gpu_uuid(device)
 
     def path_kind(self, path: str) -> str:
         try:

@@ -213,10 +213,9 @@ def _run(args: CollectorArgs) -> None:
 def _opened_device(device: torch.device) -> str:
     """The device this process actually opened: its GPU's UUID (what a same-GPU check can compare
     across processes, whatever ordinal each sees), else "cpu"."""
-    if device.type != "cuda":
-        return "cpu"
-    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
-    return f"GPU-{uuid}" if uuid is not None else str(device)
+    from duorl.config.devices import gpu_uuid
+
+    return gpu_uuid(device) or (str(device) if device.type == "cuda" else "cpu")
 
 
 def snapshot_path(directory: str | os.PathLike, boundary: int) -> str:

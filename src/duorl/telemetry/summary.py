@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from duorl.config.devices import gpu_uuid
+
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Temp file in the same folder, fsync, rename: a reader sees the old or the new file, never half."""
@@ -53,7 +55,7 @@ def device_record(device: torch.device) -> dict[str, Any]:
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         rec["name"] = props.name
-        rec["uuid"] = f"GPU-{props.uuid}" if getattr(props, "uuid", None) is not None else None
+        rec["uuid"] = gpu_uuid(device)
         rec["total_memory_bytes"] = props.total_memory
     else:
         rec["name"] = platform.processor() or platform.machine()
