@@ -10,6 +10,8 @@
 # 16 real runs of 20-60 s on an H200 (the SIGSTOP cases of the long phases wait for
 # DUORL_FAULT_LONG_S), about 8 minutes. FAULT_TASK=g1_walk_flat runs the G1 walk instead of the
 # pendulum (slower start: the G1's tick compiles for about 90 s cold).
+# FAULT_WORKERS=N runs N cases at once (pytest-xdist; staged with the wheels: device-wheels.sh
+# pytest-xdist==3.8.0 execnet==2.1.2), sharing the GPU: each case's 30 s bound then holds under load.
 # Writes OUT_DIR/fault_matrix_<K>.log (pytest -rA, durations) and .xml (JUnit), gpu.txt, commit.txt.
 set -uo pipefail
 out=${1:?OUT_DIR}
@@ -26,7 +28,10 @@ export DUORL_FAULT_SLOW_S=${DUORL_FAULT_SLOW_S:-10} DUORL_FAULT_START_S=${DUORL_
 export DUORL_FAULT_ARGS="--algo sac --task $task --sim mjwarp training.devices=[0] training.num_envs=$envs training.progress=false"
 name=fault_matrix${k:+_${k// /_}}
 echo "DUORL_FAULT_ARGS=$DUORL_FAULT_ARGS steady=$DUORL_FAULT_STEADY_S long=$DUORL_FAULT_LONG_S slow=$DUORL_FAULT_SLOW_S" > "$out/$name.log"
-python3 -m pytest -p no:cacheprovider -q -rA --durations=0 tests/runtime/test_faults.py ${k:+-k "$k"} \
+workers=${FAULT_WORKERS:-1}
+xd=(); [ "$workers" -gt 1 ] && xd=(-n "$workers")
+echo "FAULT_WORKERS=$workers" >> "$out/$name.log"
+python3 -m pytest -p no:cacheprovider -q -rA --durations=0 "${xd[@]}" tests/runtime/test_faults.py ${k:+-k "$k"} \
   --junitxml="$out/$name.xml" >> "$out/$name.log" 2>&1
 rc=$?
 echo "rc=$rc" >> "$out/$name.log"

@@ -173,6 +173,7 @@ def _add_motion(sub: Any) -> None:
 
 def _add_bench(sub: Any) -> None:
     from duorl.bench.collector import add_arguments as _bench_collector_arguments
+    from duorl.bench.corun import add_arguments as _bench_corun_arguments
     from duorl.bench.learner import add_arguments as _bench_learner_arguments
     from duorl.bench.mps_matrix import IGNORE_FIRST, REPORT_LAST
 
@@ -192,6 +193,14 @@ def _add_bench(sub: Any) -> None:
                     "without: mujoco, 64 envs) and says so on stderr. Options come before key=value overrides.",
     )
     _bench_collector_arguments(bench_collector)
+    bench_corun = bench_sub.add_parser(
+        "corun", help="learner and collector alone and at once (without and with MPS): the co-run capacity bound",
+        description="Times the learner's iteration and the collector's tick, each in its own process: alone, both at "
+                    "once, and both under a CUDA MPS daemon it starts and stops itself (CUDA), over the same window. "
+                    "Reports the co-run capacity bound (the alone times' sum over the slower side's co-run time) and "
+                    "MPS's gain. Options come before key=value overrides.",
+    )
+    _bench_corun_arguments(bench_corun)
     bench_mps = bench_sub.add_parser(
         "mps", help="env steps/s with CUDA MPS off vs on (needs a running daemon: duorl mps start)",
         description="Runs identical `duorl train` commands with training.cuda_process_sharing null and mps, "
@@ -452,6 +461,11 @@ def _main(argv: Sequence[str] | None) -> int:
 
         args.argv = argv
         return bench_collector_main(args)
+    if args.command == "bench" and args.bench_command == "corun":
+        from duorl.bench.corun import main as bench_corun_main
+
+        args.argv = argv
+        return bench_corun_main(args)
     if args.command == "bench" and args.bench_command == "learner":
         from duorl.bench.learner import main as bench_learner_main
 

@@ -20,6 +20,8 @@ import sys
 import time
 from typing import Any, Callable
 
+from duorl.bench.kernel_profile import check_profile_device, gemm_flop_per_iteration, profile_kernels, summarize
+
 # torch and yaml are imported where used: the CLI builds this parser for every command
 
 G1_WALK_DIMS = {"actor_obs_dim": 98, "critic_obs_dim": 101, "action_dim": 29}
@@ -93,24 +95,35 @@ def _timed(fn: Callable[[], Any], n: int, sync: Callable[[], None]) -> list[floa
     return out
 
 
-def run_learner_bench(
-    algo: str,
-    task: str | None = None,
-    overrides: list[str] | None = None,
-    iters: int = 30,
-    warmup: int = 3,
-    device: str | None = None,
-    replay_ticks: int = 64,
-    seed: int = 0,
-    command: str | None = None,
-    data_parallel: bool = False,
-    synchronizer: str = "local",
-) -> dict[str, Any]:
-    """`synchronizer`: "local", as a run on one device (gradients in flat buffers, invalid steps skipped),
-    or "null" (the learner alone: what the synchronizer seam costs). `data_parallel`: the learner's
-    gradients go through the all-reduce synchronizer of a world-size-1 process group (NCCL on CUDA), as
-    under `training.data_parallel=true` on one device: the graph path is then the DP whole-cycle graph
-    and the eager path eager DP (training.dp_gradient_wire_dtype applies)."""
+@dataclasses.dataclass
+class LearnerFixture:
+    """A learner bench's inputs: the config, the spec, a real replay ring of random transitions, and
+    `setup()`, which builds a fresh learner (with its synchronizer) and a sampler over the ring."""
+
+    cfg: Any
+    spec: Any
+    device: Any
+    ring: Any
+    ticks: int
+    setup: Callable[[], tuple[Any, Any]]
+    synchronizers: list[Any]
+    group: Any
+
+    @property
+    def num_updates(self) -> int:
+        return self.cfg.algo.updates_per_step
+
+    def sync(self) -> None:
+        import torch
+
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+
+def learner_fixture(algo: str, task: str | None = None, overrides: list[str] | None = None, device: str | None = None,
+                    replay_ticks: int = 64, seed: int = 0, data_parallel: bool = False,
+                    synchronizer: str = "local") -> LearnerFixture:
+    """What `run_learner_bench` times, built once (`bench learner --profile` and `bench corun` use it too)."""
     import torch
 
     from duorl.algos.registry import make_learner
@@ -134,7 +147,6 @@ def run_learner_bench(
                 t.copy_((torch.rand(t.shape, generator=g, device=dev) < 0.01).float())
             else:
                 t.normal_(generator=g)
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     group = _world_of_one(dev) if data_parallel else None
     synchronizers: list[Any] = []
 
@@ -157,7 +169,39 @@ def run_learner_bench(
             learner.observe_rewards(*ring.ticks_rewards(0, ticks))
         return learner, sampler
 
-    n = a.updates_per_step
+    return LearnerFixture(cfg, spec, dev, ring, ticks, setup, synchronizers, group)
+
+
+def run_learner_bench(
+    algo: str,
+    task: str | None = None,
+    overrides: list[str] | None = None,
+    iters: int = 30,
+    warmup: int = 3,
+    device: str | None = None,
+    replay_ticks: int = 64,
+    seed: int = 0,
+    command: str | None = None,
+    data_parallel: bool = False,
+    synchronizer: str = "local",
+    profile_iters: int = 0,
+) -> dict[str, Any]:
+    """`synchronizer`: "local", as a run on one device (gradients in flat buffers, invalid steps skipped),
+    or "null" (the learner alone: what the synchronizer seam costs). `data_parallel`: the learner's
+    gradients go through the all-reduce synchronizer of a world-size-1 process group (NCCL on CUDA), as
+    under `training.data_parallel=true` on one device: the graph path is then the DP whole-cycle graph
+    and the eager path eager DP (training.dp_gradient_wire_dtype applies). `profile_iters` (CUDA): also
+    a kernel-level profile of that many replayed graph iterations and compiled eager iterations
+    (bench/kernel_profile.py)."""
+    import torch
+
+    fx = learner_fixture(algo, task, overrides, device, replay_ticks, seed, data_parallel, synchronizer)
+    cfg, spec, dev, a, setup, sync = fx.cfg, fx.spec, fx.device, fx.cfg.algo, fx.setup, fx.sync
+    n_envs, ticks, group, synchronizers = cfg.training.num_envs, fx.ticks, fx.group, fx.synchronizers
+    from duorl.train import replay_age_bias
+
+    n = fx.num_updates
+    profiles: dict[str, Any] = {}
     graph_result: dict[str, Any] = {}
     if dev.type == "cuda":
         # the graph first, in a fresh process: its first iteration pays compilation (torch_compile) and
@@ -175,6 +219,8 @@ def run_learner_bench(
         graph_result["graph_ms_per_iteration"] = _stats(graph_ms)
         graph_result["graph"] = graph.state()
         graph_result["torch_compile"] = bool(getattr(learner, "compiled", False))
+        if profile_iters:
+            profiles["graph"] = profile_kernels(lambda: graph.train_iteration(sampler.sample, n), profile_iters, sync)
         graph.release()
         del graph
 
@@ -182,6 +228,8 @@ def run_learner_bench(
     for _ in range(warmup):
         learner.train_iteration(sampler.sample, n)
     eager_ms = _timed(lambda: learner.train_iteration(sampler.sample, n), iters, sync)
+    if profile_iters and dev.type == "cuda":
+        profiles["eager"] = profile_kernels(lambda: learner.train_iteration(sampler.sample, n), profile_iters, sync)
 
     result: dict[str, Any] = {
         "command": command,
@@ -222,11 +270,23 @@ def run_learner_bench(
             result["eager_ms_per_iteration"]["median"] / result["graph_ms_per_iteration"]["median"], 3
         )
         result["gpu_memory_max_allocated_gib"] = round(torch.cuda.max_memory_allocated(dev) / 2**30, 3)
+    if profiles:
+        flop = gemm_flop_per_iteration(fx, n)
+        result["profile"] = {arm: _summary_or_reason(kernels, flop) for arm, kernels in profiles.items()}
     if group is not None:
         import torch.distributed as dist
 
         dist.destroy_process_group()  # the graph that held NCCL work was released above
     return result
+
+
+def _summary_or_reason(kernels: Any, flop: float) -> dict[str, Any]:
+    """A profile's summary, or why there is none (a profiler that saw no kernels of a graph replay must
+    not cost the timings beside it)."""
+    try:
+        return summarize(kernels, flop)
+    except RuntimeError as e:
+        return {"error": str(e)}
 
 
 def _world_of_one(dev: Any) -> Any:
@@ -261,13 +321,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-parallel", action="store_true",
                         help="gradients through the data-parallel all-reduce of a world-size-1 process group (the DP "
                              "whole-cycle graph and eager DP; training.dp_gradient_wire_dtype applies)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="CUDA: also profile N replayed graph iterations and N compiled eager ones kernel by kernel "
+                             "(kernels, time by kind, GEMM TFLOP/s, idle gaps; default: 0, no profile)")
     parser.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON here")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.iters < 1 or args.warmup < 0:
-        print("error: --iters must be >= 1 and --warmup >= 0", file=sys.stderr)
+    if args.iters < 1 or args.warmup < 0 or args.profile < 0:
+        print("error: --iters must be >= 1, --warmup and --profile >= 0", file=sys.stderr)
         return 2
     from duorl.bench.report import emit
     from duorl.config.errors import ConfigError
@@ -277,9 +340,11 @@ def main(args: argparse.Namespace) -> int:
     command = "duorl " + " ".join(getattr(args, "argv", None) or sys.argv[1:])
     try:
         check_device_flag(args.device)  # before anything is built: a CPU torch has no CUDA
+        if args.profile:
+            check_profile_device(args.device)
         result = run_learner_bench(args.algo, args.task, list(args.overrides), args.iters, args.warmup, args.device,
                                    args.replay_ticks, command=command, data_parallel=args.data_parallel,
-                                   synchronizer=args.synchronizer)
+                                   synchronizer=args.synchronizer, profile_iters=args.profile)
     except (ConfigError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
