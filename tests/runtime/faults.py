@@ -209,6 +209,9 @@ def check_outcome(case: FaultCase, o: Outcome) -> None:
         assert o.code == 0, (o.code, err[-3000:])
         summary = json.loads((o.run_dir / "run_summary.json").read_text())
         assert summary["status"] == "interrupted", summary["status"]
+        if case.target == "learner" and case.phase == "compiling or capturing":
+            # a compile can outlast the 30 s: the learner abandons it rather than waiting for its end
+            assert f"{case.sig} while the learner was compiling or capturing: stopped at once" in err, err[-3000:]
     elif case.target == "learner" and case.sig == "SIGSTOP":
         # frozen: its collector names it and ends it (SIGKILL is all a stopped process obeys)
         assert o.code == -signal.SIGKILL, (o.code, err[-3000:])
@@ -228,8 +231,11 @@ def check_outcome(case: FaultCase, o: Outcome) -> None:
     if case.sig == "SIGSTOP":
         age, bound = _stall_bound(err)
         assert age >= bound >= min(STEADY_S, LONG_S), (age, bound)  # never called before its bound
-        # the peer noticed within the bound (plus a held phase the peer had to finish first)
-        assert o.elapsed_s <= bound + SLOW_S + 15.0, (o.elapsed_s, bound)
+        # the peer noticed within the bound (plus a held phase the peer had to finish first); a peer
+        # still building its env (a long phase, bounded by the long bound) must finish that first:
+        # mjwarp's build takes tens of seconds on a loaded GPU host
+        own_work = LONG_S if case.phase == "building env" else 15.0
+        assert o.elapsed_s <= bound + SLOW_S + own_work, (o.elapsed_s, bound)
     else:
         assert o.elapsed_s <= EXIT_S, o.elapsed_s
     assert not alive(o.learner_pid) and not alive(o.collector_pid), "a process outlived the run"

@@ -69,6 +69,9 @@ COLLECTOR_PHASES = ("starting", "building env", "waiting for weights", "stepping
                     "writing its state", "stopped")
 LEARNER_PHASES = ("starting", "waiting for the collector", "waiting for the other ranks", "compiling or capturing",
                   "training", "publishing weights", "logging", "writing a checkpoint", "stopping")
+# learner phases a SIGINT/SIGTERM abandons at once (PhaseInterrupted) rather than waiting for their end:
+# they can outlast the 30 s a signalled run has to end, and abandoning them loses only that iteration
+INTERRUPTIBLE_PHASES = ("compiling or capturing",)
 
 ERROR_BYTES = 8192
 DEVICE_BYTES = 128
@@ -154,6 +157,17 @@ class PeerStalled(PeerDied):
 
 class StopRequested(Exception):
     """A stop (SIGINT/SIGTERM or the learner's stop flag) arrived while waiting."""
+
+
+class PhaseInterrupted(BaseException):
+    """SIGINT/SIGTERM arrived during a phase that can outlast the 30 s a signalled run has to end (the
+    learner compiling or capturing): raised from the signal handler, it abandons that iteration, whose
+    half-done state is not saved (the last checkpoint stays the run's). A BaseException, so that the
+    capture's own error handling (`except Exception`) does not turn it into a capture failure."""
+
+    def __init__(self, signum: int, phase: str) -> None:
+        super().__init__(signum, phase)
+        self.signum, self.phase = signum, phase
 
 
 class Watch(Protocol):

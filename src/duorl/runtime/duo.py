@@ -28,12 +28,14 @@ from duorl.runtime.control import (
     COLLECTOR_FAILED,
     COLLECTOR_READY,
     FINAL_BOUNDARY,
+    INTERRUPTIBLE_PHASES,
     STOP,
     STOP_REQUESTED,
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
     ControlBlock,
     PeerDied,
+    PhaseInterrupted,
     StopRequested,
     wait_until,
 )
@@ -134,11 +136,14 @@ class _StopFlag:
     """SIGINT/SIGTERM set a flag the loop checks at every wait and iteration boundary; a second
     SIGINT interrupts at once (without peers: `second_sigint_interrupts`)."""
 
-    def __init__(self, second_sigint_interrupts: bool = True, requested: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self, second_sigint_interrupts: bool = True, requested: Callable[[], bool] = lambda: False,
+                 interruptible: Callable[[], str | None] = lambda: None) -> None:
         # a stop requested before the loop (runtime/stop_signals.py, installed at process start) counts
         self.signal: int | None = early_stop_signal()
         self.second_sigint_interrupts = second_sigint_interrupts
         self.requested = requested  # a stop asked for elsewhere (the collector got a SIGTERM)
+        # the current phase when a signal must not wait for its end (INTERRUPTIBLE_PHASES), else None
+        self.interruptible = interruptible
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> "_StopFlag":
@@ -153,6 +158,9 @@ class _StopFlag:
         if self.signal is not None and signum == signal.SIGINT and self.second_sigint_interrupts:
             raise KeyboardInterrupt
         self.signal = signum
+        phase = self.interruptible()
+        if phase is not None:
+            raise PhaseInterrupted(signum, phase)
 
     def __call__(self) -> bool:
         return self.signal is not None or self.requested()
@@ -281,8 +289,13 @@ class Duo:
         failed_part: str | None = None
         last: dict[str, float] = {}
         # with peers, a second Ctrl-C is the launcher passing the first one on, not a user's "now"
+        # alone, a signal abandons a compile or capture (minutes on a loaded machine) instead of waiting
+        # for its end; with peers every rank stops at the same boundary (the stop agreement)
+        in_long_phase = (lambda: self._beat.current if self._beat.current in INTERRUPTIBLE_PHASES else None) \
+            if self.coord.local_stops else (lambda: None)
+        keep_last_checkpoint = False
         with _StopFlag(second_sigint_interrupts=self.coord.local_stops,
-                       requested=lambda: self.control.get(STOP_REQUESTED) == 1) as stop:
+                       requested=lambda: self.control.get(STOP_REQUESTED) == 1, interruptible=in_long_phase) as stop:
             self._wait_stop = stop if self.coord.local_stops else (lambda: False)
             try:
                 self.board.publish(self.learner.actor, start)
@@ -305,6 +318,10 @@ class Duo:
                 last = self._loop(start, stop, t_start)
             except StopRequested:
                 status = "interrupted"
+            except PhaseInterrupted as e:
+                status, keep_last_checkpoint = "interrupted", True
+                os.write(2, f"duorl: {signal.Signals(e.signum).name} while the learner was {e.phase}: stopped at once; "
+                            f"that iteration is abandoned and not saved, the last checkpoint stays the run's\n".encode())
             except PeerDied as e:
                 status, error, failed_part = "failed", str(e), "collector"
             except RankLost as e:
@@ -324,7 +341,8 @@ class Duo:
         if status == "completed" and stop():
             status = "interrupted"
         env_steps = self.control.get(TICKS_WRITTEN) * s.num_envs
-        if status != "refused" and (status != "failed" or (self.coord.world_size == 1 and k > start)):
+        if not keep_last_checkpoint and status != "refused" and (
+                status != "failed" or (self.coord.world_size == 1 and k > start)):
             # with peers the final checkpoint is gathered from every rank, so a rank that failed alone
             # (its peers are elsewhere in the loop) keeps the last periodic one instead; a run that
             # failed before its first iteration has nothing to keep (an untrained learner)
