@@ -5,14 +5,15 @@
 # Run from the repo root after the wheels are staged (../shared/tools/device-wheels.sh):
 #   bash benchmarks/learner_profile_h200.sh OUT_DIR [SRC_DIR]
 # SRC_DIR (default: src) picks the code: a second tree (e.g. the commit before a change, exported with
-# `git archive`) measures both arms in one lease. CORUN=0 skips the co-run arms.
+# `git archive`) measures both arms in one lease. CORUN=0 skips the co-run arms; PROFILE=N profiles N
+# iterations (default 5, 0: timings only); ITERS=N timed iterations (default 30).
 set -uo pipefail
 out=${1:?OUT_DIR}
 src=${2:-src}
 source benchmarks/device_env.sh
 export PYTHONPATH=/tmp/duorl-site:$PWD/$src
 record_device "$out"
-tag=$(basename "$src")
+tag=${TAG:-$(basename "$src")}
 b() { local name=$1; shift; echo "== duorl bench learner $*" >&2
       python3 -m duorl bench learner --out "$out/${name}_$tag.json" "$@" > /dev/null 2>> "$out/bench_$tag.log"
       echo "rc=$? $name" >> "$out/bench_$tag.log"
@@ -32,9 +33,10 @@ for arm, p in (r.get("profile") or {}).items():
     print("   ", {k: v["ms_per_iteration"] for k, v in p["by_kind"].items()})
 PY
 }
-b sac_sym --algo sac --task g1_walk_flat --iters 30 --profile 5
-b sac_nosym --algo sac --iters 30 --profile 5
-b flashsac --algo flashsac --iters 30 --profile 5
+p=${PROFILE:-5} it=${ITERS:-30}
+b sac_sym --algo sac --task g1_walk_flat --iters $it --profile $p
+b sac_nosym --algo sac --iters $it --profile $p
+b flashsac --algo flashsac --iters $it --profile $p
 if [ "${CORUN:-1}" = 1 ]; then
   python3 -m duorl bench corun --algo sac --task g1_walk_flat --window-s ${CORUN_WINDOW_S:-10} \
     --out "$out/corun_sac_g1_walk_flat_$tag.json" > /dev/null 2> "$out/corun_$tag.log"

@@ -18,6 +18,9 @@ from duorl.cli import main
     ("triton_red_fused_native_layer_norm_native_layer_norm_backward_12", "normalisation"),
     ("triton_per_fused__log_softmax_mul_neg_sum_3", "reduction"),
     ("triton_poi_fused_add_mul_silu_7", "elementwise"),
+    ("triton_poi_fused__to_copy_add_div_expand_mul_pow_sub_unsqueeze_15", "elementwise"),
+    ("triton_red_fused_add_constant_pad_nd_expand_gather_mul_slice_sub_sum_15", "reduction"),
+    ("triton_tem_fused_mm_4", "gemm"),
     ("void at::native::(anonymous namespace)::fused_adam_kernel<float>", "optimizer"),
     ("void at::native::multi_tensor_apply_kernel<at::native::LerpFunctor<float>>", "optimizer"),
     ("void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4>", "sampling"),
@@ -59,7 +62,21 @@ def test_split_and_summary_arithmetic() -> None:
     assert sum(k["share_of_kernel_time"] for k in s["by_kind"].values()) == pytest.approx(1.0, abs=1e-3)
     # 2 GFLOP in 0.1 ms = 20 TFLOP/s
     assert s["gemm"]["achieved_tflops"] == pytest.approx(20.0)
-    assert s["top_kernels"][0]["name"] in ("nvjet_gemm", "triton_poi_fused_silu")
+    assert s["kernels"][0]["name"] in ("nvjet_gemm", "triton_poi_fused_silu") and len(s["kernels"]) == 3
+
+
+def test_kernels_are_traced_to_their_host_op_and_compiled_region() -> None:
+    ev = [{"ph": "X", "cat": "user_annotation", "name": "duorl_profiled_iteration_0", "ts": 0.0, "dur": 900.0},
+          {"ph": "X", "cat": "cpu_op", "name": "Torch-Compiled Region: 0/1", "ts": 10.0, "dur": 50.0, "tid": 1},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 20.0, "dur": 5.0, "tid": 1, "args": {"External id": 7}},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "ts": 80.0, "dur": 5.0, "tid": 1, "args": {"External id": 8}},
+          {"ph": "X", "cat": "kernel", "name": "nvjet_gemm", "ts": 100.0, "dur": 10.0, "args": {"External id": 7}},
+          {"ph": "X", "cat": "kernel", "name": "direct_copy_kernel", "ts": 120.0, "dur": 30.0, "args": {"External id": 8}}]
+    (ks,) = kernels_by_iteration(ev, 1)
+    assert [(k.op, k.region) for k in ks] == [("aten::mm", "Torch-Compiled Region: 0/1"), ("aten::copy_", "eager")]
+    top = summarize([ks])["top_sources"]
+    assert top[0] == {"kind": "copy", "op": "aten::copy_", "region": "eager", "ms_per_iteration": 0.03,
+                      "calls_per_iteration": 1.0}
 
 
 def test_split_needs_every_range_and_kernels() -> None:

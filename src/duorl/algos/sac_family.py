@@ -292,5 +292,8 @@ class SACFamilyLearner(CycleCaptureMixin):
         if verdict is None:
             torch._foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)
             return
-        weight = verdict * self.cfg.tau
-        torch._foreach_lerp_(self._target_params, self._critic_params, [weight] * len(self._target_params))
+        # t += (verdict * tau) * (c - t) as three multi-tensor kernels (a lerp weighted by a tensor is one
+        # kernel per parameter); a weight of 0 adds exact zeros: the targets stay bitwise
+        delta = torch._foreach_sub(self._critic_params, self._target_params)
+        torch._foreach_mul_(delta, verdict * self.cfg.tau)
+        torch._foreach_add_(self._target_params, delta)

@@ -39,13 +39,25 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 _KERNEL_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _RANGE_PREFIX = "duorl_profiled_iteration_"
+# host ranges torch.compile opens around a compiled region's forward and backward
+_REGION_PREFIXES = ("Torch-Compiled Region", "CompiledFunction")
 
 
 def classify(name: str) -> str:
-    """The kind (one of KINDS) of a GPU kernel, from its name."""
+    """The kind (one of KINDS) of a GPU kernel, from its name. A kernel torch.compile generated is named
+    by its Triton template (`triton_poi`: pointwise, `triton_red`/`triton_per`: reductions, `triton_tem`:
+    a GEMM template) and the ops fused into it: a fused kernel that also casts (`_to_copy`) is still
+    elementwise work."""
     low = name.lower()
     if low.startswith("memcpy") or low.startswith("memset"):
         return "copy"
+    if low.startswith("triton_"):
+        if low.startswith("triton_tem"):
+            return "gemm"
+        for kind in ("normalisation", "optimizer", "sampling"):
+            if any(n in low for n in dict(_RULES)[kind]):
+                return kind
+        return "reduction" if low.startswith(("triton_red", "triton_per")) else "elementwise"
     for kind, needles in _RULES:
         if any(n in low for n in needles):
             return kind
@@ -57,6 +69,10 @@ class Kernel:
     name: str
     start_us: float
     dur_us: float
+    # what launched it, where the trace says (eager launches; a graph replay launches them all at once):
+    # the innermost host op, and the torch.compile region around it ("eager" outside any)
+    op: str | None = None
+    region: str | None = None
 
     @property
     def end_us(self) -> float:
@@ -88,11 +104,22 @@ def kernels_by_iteration(events: Iterable[dict[str, Any]], iterations: int) -> l
                     and str(e.get("cat", "")).lower() == "user_annotation")
     if len(ranges) != iterations:
         raise RuntimeError(f"the profile holds {len(ranges)} iteration ranges, expected {iterations}")
+    ops = {(e.get("args") or {}).get("External id"): e for e in events
+           if str(e.get("cat", "")).lower() == "cpu_op" and e.get("ph") == "X"}
+    regions = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0)), e.get("tid"), str(e["name"]))
+                     for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith(_REGION_PREFIXES))
     out: list[list[Kernel]] = [[] for _ in range(iterations)]
     for e in events:
         if str(e.get("cat", "")).lower() not in _KERNEL_CATS or e.get("ph") != "X":
             continue
-        k = Kernel(str(e["name"]), float(e["ts"]), float(e.get("dur", 0.0)))
+        op = ops.get((e.get("args") or {}).get("External id"))
+        region = None
+        if op is not None:
+            t, tid = float(op["ts"]), op.get("tid")
+            # the outermost compiled region holding the launching op (a compiled forward's backward is
+            # its own CompiledFunctionBackward)
+            region = next((name for start, end, rtid, name in regions if rtid == tid and start <= t <= end), "eager")
+        k = Kernel(str(e["name"]), float(e["ts"]), float(e.get("dur", 0.0)), str(op["name"]) if op else None, region)
         for start, end, i in ranges:
             if start <= k.start_us <= end:
                 out[i].append(k)
@@ -153,17 +180,21 @@ def summarize(per_iteration: list[list[Kernel]], gemm_flop: float | None = None,
     gaps = [g for ks in per_iteration for g in _gaps_us(ks)]
     by_kind: dict[str, dict[str, float]] = {}
     by_name: dict[str, list[float]] = {}
+    by_source: dict[tuple[str, str, str], list[float]] = {}
     for ks in per_iteration:
         for k in ks:
             entry = by_kind.setdefault(k.kind, {"us": 0.0, "kernels": 0})
             entry["us"] += k.dur_us
             entry["kernels"] += 1
             by_name.setdefault(k.name, []).append(k.dur_us)
+            if k.op is not None:
+                by_source.setdefault((k.kind, k.op, k.region or "eager"), []).append(k.dur_us)
     kernel_us = sum(e["us"] for e in by_kind.values())
     kinds = {kind: {"ms_per_iteration": round(e["us"] / n / 1e3, 4), "kernels_per_iteration": round(e["kernels"] / n, 1),
                     "share_of_kernel_time": round(e["us"] / kernel_us, 4)}
              for kind in KINDS if (e := by_kind.get(kind))}
-    names = sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:top]
+    names = sorted(by_name.items(), key=lambda kv: -sum(kv[1]))
+    sources = sorted(by_source.items(), key=lambda kv: -sum(kv[1]))[:top]
     gemm_ms = by_kind.get("gemm", {"us": 0.0})["us"] / n / 1e3
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     out: dict[str, Any] = {
@@ -178,9 +209,13 @@ def summarize(per_iteration: list[list[Kernel]], gemm_flop: float | None = None,
                     "over_10us_per_iteration": round(sum(g > 10.0 for g in gaps) / n, 1),
                     "largest": round(max(gaps), 2) if gaps else None},
         "by_kind": kinds,
-        "top_kernels": [{"name": name[:160], "kind": classify(name), "ms_per_iteration": round(sum(d) / n / 1e3, 4),
-                         "calls_per_iteration": round(len(d) / n, 1)} for name, d in names],
+        # every distinct kernel, the costliest first (what `by_kind` was summed from)
+        "kernels": [{"name": name[:200], "kind": classify(name), "ms_per_iteration": round(sum(d) / n / 1e3, 4),
+                     "calls_per_iteration": round(len(d) / n, 1)} for name, d in names],
     }
+    if sources:  # eager launches only: which host op (inside which compiled region) spent the time
+        out["top_sources"] = [{"kind": kind, "op": op, "region": region[:80], "ms_per_iteration": round(sum(d) / n / 1e3, 4),
+                               "calls_per_iteration": round(len(d) / n, 1)} for (kind, op, region), d in sources]
     if gemm_flop:
         out["gemm"] = {"tflop_per_iteration": round(gemm_flop / 1e12, 4), "ms_per_iteration": round(gemm_ms, 4),
                        "achieved_tflops": round(gemm_flop / (gemm_ms * 1e-3) / 1e12, 1) if gemm_ms > 0 else None}

@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from duorl.algos import aligned_gemm
+
 
 def _shape(members: int | None, *dims: int) -> tuple[int, ...]:
     return dims if members is None else (members, *dims)
@@ -39,8 +41,8 @@ class UnitLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.members is None:
-            return F.linear(x, self.weight)
-        return torch.bmm(x, self.weight.transpose(1, 2))  # [n, B, in] @ [n, in, out]
+            return aligned_gemm.linear(x, self.weight)
+        return aligned_gemm.member_matmul(x, self.weight.transpose(1, 2))  # [n, B, in] @ [n, in, out]
 
     @torch.no_grad()
     def project_(self, apply: torch.Tensor | None = None) -> None:

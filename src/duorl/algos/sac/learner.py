@@ -26,7 +26,7 @@ from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
 from duorl.compiling import maybe_compile
-from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner
+from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner, squash
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
 from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
 
@@ -73,13 +73,18 @@ class SACLearner(SACFamilyLearner):
         self._build_models(cfg, spec, device, seed, build_actor, build_critic)
         self.actor: TanhGaussianActor
         self.target_entropy = float(cfg.target_entropy_scale) * spec.action_dim
+        self.spec_action_dim = spec.action_dim
         self.actor_optimizer = self._adamw(self._actor_params, cfg.actor_lr, cfg.weight_decay, ADAM_BETAS)
         self.critic_optimizer = self._adamw(self._critic_params, cfg.critic_lr, cfg.weight_decay, ADAM_BETAS)
         # no weight decay on log_alpha: decoupled decay would drag alpha toward 1 regardless of entropy
         self.alpha_optimizer = self._adamw([self.log_alpha], cfg.alpha_lr, 0.0, ADAM_BETAS)
         self._finish_build(seed)
+        # each update is three compiled pieces around the optimizer steps (CUDA): the batch (mirror and
+        # critic normalisation), the critic's target and loss, and the actor's loss
+        self._prepare = maybe_compile(self._prepare_eager, self.compiled)
         self._critic_target = maybe_compile(self._critic_target_eager, self.compiled)
         self._critic_loss = maybe_compile(self._critic_loss_eager, self.compiled)
+        self._actor_loss = maybe_compile(self._actor_loss_eager, self.compiled)
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -105,14 +110,12 @@ class SACLearner(SACFamilyLearner):
         actor_updates = 0
         for u in range(num_updates):
             self._update_index = u
-            batch = self._augmented(sample(self.cfg.batch_size))
-            obs_critic = self._normalize_critic_obs(batch.obs_critic)
-            next_obs_critic = self._normalize_critic_obs(batch.next_obs_critic)
-            critic_loss, q_mean, critic_ok = self._update_critic(batch, obs_critic, next_obs_critic)
+            batch = Batch(*self._prepare(sample(self.cfg.batch_size)))
+            critic_loss, q_mean, critic_ok = self._update_critic(batch)
             critic_loss_sum += critic_loss
             q_mean_sum += q_mean
             if self._actor_due():
-                for k, v in zip(_ACTOR_METRICS, self._update_actor_and_alpha(batch, obs_critic)):
+                for k, v in zip(_ACTOR_METRICS, self._update_actor_and_alpha(batch)):
                     actor_sums[k] += v
                 actor_updates += 1
             self._update_targets(critic_ok)
@@ -135,30 +138,33 @@ class SACLearner(SACFamilyLearner):
         # actor after every policy_frequency-th critic update (the critic leads, as in TD3/FastTD3)
         return (self.num_updates + 1) % self.cfg.policy_frequency == 0
 
-    def _sample(self, obs_actor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(action, log_prob) as TanhGaussianActor.forward draws them, noise from self.generator."""
-        mean, log_std = self._actor_dist(obs_actor)
-        noise = torch.randn(mean.shape, generator=self.generator, device=mean.device, dtype=mean.dtype)
-        return self._squash(mean, log_std, noise)
+    def _noise(self, rows: int) -> torch.Tensor:
+        """The reparameterisation noise of `rows` actions, from self.generator (eager: graphs register it)."""
+        return torch.randn((rows, self.spec_action_dim), generator=self.generator, device=self.device)
 
-    def _update_critic(
-        self, batch: Batch, obs_critic: torch.Tensor, next_obs_critic: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        with torch.no_grad():
-            with self._autocast():
-                next_action, next_log_prob = self._sample(batch.next_obs_actor)
-            target = self._critic_target(next_obs_critic, next_action, next_log_prob, batch.reward, batch.terminated)
-        loss, q_mean = self._critic_loss(obs_critic, batch.action, target)
+    def _prepare_eager(self, batch: Batch) -> tuple[torch.Tensor, ...]:
+        """The sampled batch as the update uses it, as Batch's fields: with its mirror image
+        (algo.use_symmetry) and the critic's observations normalised (the actor normalises its own)."""
+        b = self._augmented(batch)
+        return (b.obs_actor, self._normalize_critic_obs(b.obs_critic), b.action, b.reward, b.next_obs_actor,
+                self._normalize_critic_obs(b.next_obs_critic), b.terminated)
+
+    def _update_critic(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        noise = self._noise(batch.next_obs_actor.shape[0])
+        target = self._critic_target(batch.next_obs_actor, batch.next_obs_critic, noise, batch.reward, batch.terminated)
+        loss, q_mean = self._critic_loss(batch.obs_critic, batch.action, target)
         critic_ok = self._optimizer_step(self.critic_optimizer, "critic", loss)
         self._count_skip(critic_ok)
         return loss.detach(), q_mean, critic_ok
 
     @torch.no_grad()
-    def _critic_target_eager(self, next_obs_critic: torch.Tensor, next_action: torch.Tensor,
-                             next_log_prob: torch.Tensor, reward: torch.Tensor, terminated: torch.Tensor) -> torch.Tensor:
-        """The distributional soft Bellman target [B, K] (compiled on CUDA into a few fused kernels:
-        the projection is dozens of small ops on [2, B, K] tensors)."""
+    def _critic_target_eager(self, next_obs_actor: torch.Tensor, next_obs_critic: torch.Tensor, noise: torch.Tensor,
+                             reward: torch.Tensor, terminated: torch.Tensor) -> torch.Tensor:
+        """The distributional soft Bellman target [B, K] from the next action the actor samples with
+        `noise` (compiled on CUDA into a few fused kernels: the projection is dozens of small ops on
+        [2, B, K] tensors)."""
         with self._autocast():
+            next_action, next_log_prob = squash(*self.actor.distribution_params(next_obs_actor), noise)
             target_logits = self.critic_target(next_obs_critic, next_action)
         alpha = self.log_alpha.exp()
         atoms = soft_target_atoms(self.critic.support, reward, self.cfg.gamma * (1.0 - terminated), alpha * next_log_prob)
@@ -181,20 +187,23 @@ class SACLearner(SACFamilyLearner):
         q_mean = self.critic.expected_value(log_probs.detach().exp()).mean()
         return loss, q_mean
 
-    def _update_actor_and_alpha(
-        self, batch: Batch, obs_critic: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _actor_loss_eager(self, obs_actor: torch.Tensor, obs_critic: torch.Tensor,
+                          noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(alpha * log pi - min(Q1, Q2), log pi) of actions the actor samples with `noise` (compiled on
+        CUDA, forward and backward)."""
+        with self._autocast():
+            action, log_prob = squash(*self.actor.distribution_params(obs_actor), noise)
+            logits = self.critic(obs_critic, action)
+        q = self.critic.expected_value(logits.float().softmax(-1))  # [2, B]
+        alpha = self.log_alpha.detach().exp()
+        return (alpha * log_prob - torch.minimum(q[0], q[1])).mean(), log_prob
+
+    def _update_actor_and_alpha(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         with self._critic_frozen():
-            with self._autocast():
-                action, log_prob = self._sample(batch.obs_actor)
-                logits = self._critic_fn(obs_critic, action)
-            q = self.critic.expected_value(logits.float().softmax(-1))  # [2, B]
-            alpha = self.log_alpha.detach().exp()
-            actor_loss = (alpha * log_prob - torch.minimum(q[0], q[1])).mean()
+            actor_loss, log_prob = self._actor_loss(batch.obs_actor, batch.obs_critic, self._noise(batch.obs_actor.shape[0]))
             self._optimizer_step(self.actor_optimizer, "actor", actor_loss)
 
         log_prob = log_prob.detach()
         alpha_loss = -(self.log_alpha.exp() * (log_prob + self.target_entropy)).mean()
         self._optimizer_step(self.alpha_optimizer, "alpha", alpha_loss, clip=False)
         return actor_loss.detach(), alpha_loss.detach(), -log_prob.mean()
-

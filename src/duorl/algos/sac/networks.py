@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from duorl.algos.aligned_gemm import AlignedLinear, member_matmul
 from duorl.algos.sac.normalizer import RunningObsNormalizer
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -24,7 +25,7 @@ def mlp_trunk(in_dim: int, hidden_dims: Sequence[int]) -> nn.Sequential:
     """Linear -> LayerNorm -> SiLU for each hidden width."""
     layers: list[nn.Module] = []
     for width in hidden_dims:
-        layers += [nn.Linear(in_dim, width), nn.LayerNorm(width), nn.SiLU()]
+        layers += [AlignedLinear(in_dim, width), nn.LayerNorm(width), nn.SiLU()]
         in_dim = width
     return nn.Sequential(*layers)
 
@@ -60,8 +61,8 @@ class TanhGaussianActor(nn.Module):
         self.obs_norm = RunningObsNormalizer(obs_dim) if obs_normalization else None
         self.trunk = mlp_trunk(obs_dim, hidden_dims)
         width = hidden_dims[-1] if len(hidden_dims) else obs_dim
-        self.mean_head = nn.Linear(width, action_dim)
-        self.log_std_head = nn.Linear(width, action_dim)
+        self.mean_head = AlignedLinear(width, action_dim)
+        self.log_std_head = AlignedLinear(width, action_dim)
         # FastSAC starts from mean 0 (the task's default pose) and the middle of the log-std range;
         # zero heads also keep early actor steps from being dominated by random head weights.
         for head in (self.mean_head, self.log_std_head):
@@ -123,7 +124,7 @@ class EnsembleLinear(nn.Module):
         nn.init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.baddbmm(self.bias.unsqueeze(1), x, self.weight)
+        return member_matmul(x, self.weight, self.bias)
 
 
 class EnsembleLayerNorm(nn.Module):
