@@ -26,7 +26,9 @@ export DUORL_FAULT_MATRIX=1
 export DUORL_FAULT_STEADY_S=${DUORL_FAULT_STEADY_S:-10} DUORL_FAULT_LONG_S=${DUORL_FAULT_LONG_S:-120}
 export DUORL_FAULT_SLOW_S=${DUORL_FAULT_SLOW_S:-10} DUORL_FAULT_START_S=${DUORL_FAULT_START_S:-600}
 export DUORL_FAULT_ARGS="--algo sac --task $task --sim mjwarp training.devices=[0] training.num_envs=$envs training.progress=false"
-name=fault_matrix${k:+_${k// /_}}
+# a file name from the selection: letters, digits, - and _ only (results with other characters in their
+# names do not come back from the GPU machine)
+name=fault_matrix${k:+_$(echo "$k" | tr -c 'A-Za-z0-9_-' '_' | sed 's/__*/_/g; s/_$//')}
 echo "DUORL_FAULT_ARGS=$DUORL_FAULT_ARGS steady=$DUORL_FAULT_STEADY_S long=$DUORL_FAULT_LONG_S slow=$DUORL_FAULT_SLOW_S" > "$out/$name.log"
 workers=${FAULT_WORKERS:-1}
 xd=(); [ "$workers" -gt 1 ] && xd=(-n "$workers")

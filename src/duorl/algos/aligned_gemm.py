@@ -50,11 +50,13 @@ def member_matmul(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
             x, weight = F.pad(x, (0, pk)), F.pad(weight, (0, 0, 0, pk))
         if pn:
             weight = F.pad(weight, (0, pn))
-    y = torch.bmm(x, weight)
-    y = y[..., :out_dim] if y.shape[-1] != out_dim else y
-    # the bias as an add, not baddbmm's input: compiled, baddbmm first copies the broadcast bias into its
-    # output (a strided copy as long as a third of the product itself); the add fuses into the next kernel
-    return y if bias is None else y + bias.unsqueeze(1)
+            bias = F.pad(bias, (0, pn)) if bias is not None else None
+    # baddbmm, although compiled it first copies the broadcast bias into its output (a strided copy,
+    # 1.8 ms of a sac iteration): as a separate add the bias fuses into LayerNorm's kernel, which then
+    # reads and keeps an fp32 input and runs as a two-pass reduction, and the iteration measured slower
+    # (benchmarks/2026-12-01_learner_ab_h200/README.md)
+    y = torch.bmm(x, weight) if bias is None else torch.baddbmm(bias.unsqueeze(1), x, weight)
+    return y[..., :out_dim] if y.shape[-1] != out_dim else y
 
 
 class AlignedLinear(nn.Linear):
