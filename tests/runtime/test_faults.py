@@ -10,12 +10,14 @@ import pytest
 from tests.runtime.faults import ALL_CASES, FaultCase, check_outcome, run_case
 
 # the acceptance case (a stopped collector is named within the stall bound), its mirror (a frozen
-# learner is noticed by its collector), a kill in a held checkpoint phase, a clean stop before training
+# learner is noticed by its collector), a kill in a held checkpoint phase, a clean stop before training,
+# and a stop that abandons the learner's compile (the H200 matrix found a compile outlasting the 30 s)
 DEFAULT = {
     FaultCase("collector", "SIGSTOP", "steady state"),
     FaultCase("learner", "SIGSTOP", "steady state"),
     FaultCase("collector", "SIGKILL", "writing a checkpoint"),
     FaultCase("learner", "SIGTERM", "building env"),
+    FaultCase("learner", "SIGTERM", "compiling or capturing"),
 }
 FULL = os.environ.get("DUORL_FAULT_MATRIX") == "1"
 

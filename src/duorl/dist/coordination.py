@@ -1,7 +1,7 @@
 """The runtime's RankCoordinator and Reporter under data parallel (DESIGN.md §4).
 
 `DataParallelCoordinator` makes every rank stop at the same iteration boundary (one small gloo
-all-reduce per iteration). `RankReporter` stands in every rank's loop where the run directory stands
+all-reduce per iteration, overlapped with the next iteration). `RankReporter` stands in every rank's loop where the run directory stands
 without peers: it reduces each metric row over the ranks and gathers the manifests and checkpoint
 states to rank 0, which alone holds the run directory and writes.
 """
@@ -11,7 +11,9 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from duorl.dist.group import DistContext
+import torch
+
+from duorl.dist.group import DistContext, PendingFlags
 from duorl.runtime.coordination import StopVerdict
 
 # metrics reduced by summing over ranks (everything else is averaged)
@@ -26,12 +28,20 @@ class DataParallelCoordinator:
     def __init__(self, ctx: DistContext) -> None:
         self.ctx = ctx
         self.rank, self.world_size = ctx.rank, ctx.world_size
+        self._pending: PendingFlags | None = None
 
     def agree_stop(self, stop_requested: bool, wall_limited: bool) -> StopVerdict:
-        if self.world_size > 1:  # alone, this rank's flags are the run's (no host collective per iteration)
-            stop_requested, wall_limited = self.ctx.any_true([stop_requested, wall_limited],
-                                                             "agreeing on the next iteration boundary")
-        return StopVerdict(stop_requested or wall_limited, wall_limited)
+        """With peers, the flags of this boundary travel during the next iteration and decide the boundary
+        after it: the exchange then costs the loop no wait (it had a whole iteration to finish), and a
+        stop comes one iteration later, on every rank alike. Alone, this rank's flags are the run's."""
+        if self.world_size == 1:
+            return StopVerdict(stop_requested or wall_limited, wall_limited)
+        stop, wall = self._pending.result() if self._pending is not None else (False, False)
+        self._pending = None
+        if stop or wall:
+            return StopVerdict(True, wall)
+        self._pending = self.ctx.start_any_true([stop_requested, wall_limited], "agreeing on the next iteration boundary")
+        return StopVerdict(False, False)
 
     def barrier(self, what: str) -> None:
         self.ctx.barrier(f"waiting until {what}")
@@ -78,6 +88,7 @@ class RankReporter:
         self._rows = 0
         self._round_ms: float | None = None
         self._last_iteration: int | None = None  # the previous row's iteration (none yet)
+        self._layout: tuple[str, ...] | None = None  # the metric keys every rank's rows share (_gather_rows)
 
     def started(self, manifest: dict[str, Any]) -> None:
         record = {**self.rank_record, "learner_pid": manifest.get("learner_pid"),
@@ -103,13 +114,31 @@ class RankReporter:
             self._rows += 1
             row["Perf/dp_allreduce_round_ms"] = self._round_ms
         self._last_iteration = iteration
-        if self.ctx.world_size == 1:
-            rows = [(row, env_steps)]
-        else:
-            rows = self.ctx.all_gather((row, env_steps), "reducing a metric row")
+        rows = [(row, env_steps)] if self.ctx.world_size == 1 else self._gather_rows(row, env_steps)
         if self.inner is not None:
             total_steps = sum(steps for _, steps in rows)
             self.inner.log(iteration, total_steps, wall_s, reduce_rows([r for r, _ in rows]))
+
+    def _gather_rows(self, row: dict[str, float], env_steps: int) -> list[tuple[dict[str, float], int]]:
+        """Every rank's (row, env steps), in rank order. While every rank's row has the agreed keys and
+        plain numbers (every row after the first few), as one small float64 tensor all-gather; else
+        (the first row, a key that appears later, a value that is not a number) as pickled objects,
+        which also agree the next layout. Every rank takes the same path: the tensor carries each
+        rank's "fits" flag, and any rank's 0 sends all of them on to the object gather."""
+        what = "reducing a metric row"
+        if self._layout is not None:
+            fits = tuple(row) == self._layout and all(type(v) in (int, float) for v in row.values())
+            mine = torch.tensor([1.0 if fits else 0.0, float(env_steps),
+                                 *((float(row[k]) for k in self._layout) if fits else [0.0] * len(self._layout))],
+                                dtype=torch.float64)
+            every = self.ctx.all_gather_tensor(mine, what)
+            if bool((every[:, 0] == 1.0).all()):
+                return [(dict(zip(self._layout, r[2:].tolist())), int(r[1])) for r in every]
+        rows = self.ctx.all_gather((row, env_steps), what)
+        keys = tuple(rows[0][0])
+        plain = all(tuple(r) == keys and all(type(v) in (int, float) for v in r.values()) for r, _ in rows)
+        self._layout = keys if plain else None
+        return rows
 
     def checkpoint(self, iteration: int, env_steps: int, final: bool, runtime_state: dict[str, Any]) -> None:
         from duorl.runtime.checkpoint import to_cpu

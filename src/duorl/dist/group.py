@@ -89,6 +89,12 @@ class DistContext:
         self._call(what, lambda: dist.all_gather_object(out, obj, group=getattr(self, group)))
         return out
 
+    def all_gather_tensor(self, t: torch.Tensor, what: str, group: str = "control") -> torch.Tensor:
+        """Every rank's CPU tensor `t` (same shape and dtype on every rank), stacked in rank order."""
+        out = [torch.empty_like(t) for _ in range(self.world_size)]
+        self._call(what, lambda: dist.all_gather(out, t, group=getattr(self, group)))
+        return torch.stack(out)
+
     def broadcast(self, obj: Any, what: str, src: int = 0, group: str = "startup") -> Any:
         box = [obj if self.rank == src else None]
         self._call(what, lambda: dist.broadcast_object_list(box, src=src, group=getattr(self, group)))
@@ -105,11 +111,13 @@ class DistContext:
                                                           group=getattr(self, group)))
         return box[0]
 
-    def any_true(self, flags: list[bool], what: str, group: str = "control") -> list[bool]:
-        """Element-wise OR of boolean flags over every rank (one small gloo all-reduce)."""
+    def start_any_true(self, flags: list[bool], what: str, group: str = "control") -> "PendingFlags":
+        """The element-wise OR of boolean flags over every rank (one small gloo all-reduce), begun in
+        the background: `.result()` waits for it."""
         t = torch.tensor([1 if f else 0 for f in flags], dtype=torch.int32)
-        self._call(what, lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX, group=getattr(self, group)))
-        return [bool(v) for v in t.tolist()]
+        work = self._call(what, lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX, group=getattr(self, group),
+                                                        async_op=True))
+        return PendingFlags(self, t, work, what)
 
     def barrier(self, what: str, group: str = "startup") -> None:
         self._call(what, lambda: dist.barrier(group=getattr(self, group)))
@@ -123,6 +131,20 @@ class DistContext:
             r, p, h = bad[0]
             more = f" (and ranks {', '.join(str(b[0]) for b in bad[1:])})" if len(bad) > 1 else ""
             raise RankRefusal(f"rank {r} ({h}){more}: {p}")
+
+
+@dataclass
+class PendingFlags:
+    """An element-wise OR over the ranks that is still travelling (DistContext.start_any_true)."""
+
+    ctx: DistContext
+    flags: torch.Tensor
+    work: Any
+    what: str
+
+    def result(self) -> list[bool]:
+        self.ctx._call(self.what, self.work.wait)
+        return [bool(v) for v in self.flags.tolist()]
 
 
 def local_environment() -> dict[str, str | None]:
