@@ -133,8 +133,9 @@ class DuoResult:
 
 
 class _StopFlag:
-    """SIGINT/SIGTERM set a flag the loop checks at every wait and iteration boundary; a second
-    SIGINT interrupts at once (without peers: `second_sigint_interrupts`)."""
+    """SIGINT/SIGTERM set a flag the loop checks at every wait and iteration boundary, or, in a phase
+    `interruptible` names, abandon it at once (PhaseInterrupted); a second SIGINT interrupts at once
+    (without peers: `second_sigint_interrupts`)."""
 
     def __init__(self, second_sigint_interrupts: bool = True, requested: Callable[[], bool] = lambda: False,
                  interruptible: Callable[[], str | None] = lambda: None) -> None:
