@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import itertools
 import json
 import os
 import statistics
@@ -69,7 +70,7 @@ def _collector_step(algo: str, task: str | None, overrides: list[str], device: s
     tick = build_collector_tick(cfg, cfg.training.num_envs, device, cuda_graph=graph,
                                 compile=tick_compile_enabled(cfg, env_dev, graph),
                                 solver_early_exit=solver_early_exit_enabled(cfg, graph))
-    counter = iter(range(10**12))
+    counter = itertools.count()
     dev = torch.device(device)
     sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
     return (lambda: tick.run(next(counter), 1)), sync, cfg.training.num_envs

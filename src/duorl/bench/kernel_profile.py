@@ -37,6 +37,7 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "mean_", "max_", "min_", "_norm")),
     ("elementwise", ("triton_poi_", "elementwise", "vectorized", "unrolled", "pointwise")),
 )
+_NEEDLES = dict(_RULES)
 _KERNEL_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 _RANGE_PREFIX = "duorl_profiled_iteration_"
 # host ranges torch.compile opens around a compiled region's forward and backward
@@ -55,7 +56,7 @@ def classify(name: str) -> str:
         if low.startswith("triton_tem"):
             return "gemm"
         for kind in ("normalisation", "optimizer", "sampling"):
-            if any(n in low for n in dict(_RULES)[kind]):
+            if any(n in low for n in _NEEDLES[kind]):
                 return kind
         return "reduction" if low.startswith(("triton_red", "triton_per")) else "elementwise"
     for kind, needles in _RULES:

@@ -127,7 +127,7 @@ class RankReporter:
         rank's "fits" flag, and any rank's 0 sends all of them on to the object gather."""
         what = "reducing a metric row"
         if self._layout is not None:
-            fits = tuple(row) == self._layout and all(type(v) in (int, float) for v in row.values())
+            fits = tuple(row) == self._layout and _plain(row)
             mine = torch.tensor([1.0 if fits else 0.0, float(env_steps),
                                  *((float(row[k]) for k in self._layout) if fits else [0.0] * len(self._layout))],
                                 dtype=torch.float64)
@@ -136,8 +136,7 @@ class RankReporter:
                 return [(dict(zip(self._layout, r[2:].tolist())), int(r[1])) for r in every]
         rows = self.ctx.all_gather((row, env_steps), what)
         keys = tuple(rows[0][0])
-        plain = all(tuple(r) == keys and all(type(v) in (int, float) for v in r.values()) for r, _ in rows)
-        self._layout = keys if plain else None
+        self._layout = keys if all(tuple(r) == keys and _plain(r) for r, _ in rows) else None
         return rows
 
     def checkpoint(self, iteration: int, env_steps: int, final: bool, runtime_state: dict[str, Any]) -> None:
@@ -155,6 +154,11 @@ class RankReporter:
         # nobody runs ahead while rank 0 writes (a later collective would count the write against
         # the short in-loop timeout)
         self.ctx.barrier(f"waiting for rank 0 to write the checkpoint at iteration {iteration}")
+
+
+def _plain(row: dict[str, Any]) -> bool:
+    """Every value a plain int or float (a bool or None would not survive the float64 tensor)."""
+    return all(type(v) in (int, float) for v in row.values())
 
 
 def merge_manifests(manifests: list[dict[str, Any]]) -> dict[str, Any]:
