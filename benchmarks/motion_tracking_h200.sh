@@ -7,7 +7,8 @@
 #   bash benchmarks/motion_tracking_h200.sh OUT_DIR 1     # starts /tmp/track_box
 #   bash benchmarks/motion_tracking_h200.sh OUT_DIR 2     # resumes it (and 3)
 # Each part copies the metrics, the summary, the plots and `duorl metrics --last 100` into OUT_DIR, and
-# the last part also renders a video with the reference (MUJOCO_GL=egl, where the machine has EGL).
+# the last part also renders a video with the reference (VIDEO=1; MUJOCO_GL=egl, where the machine has EGL).
+# Measured (benchmarks/2026-12-01_motion_tracking_h200/): part 1 alone, PART_MINUTES=8, met issue #22's criterion.
 set -uo pipefail
 out=${1:?OUT_DIR}
 part=${2:?PART (1, 2, 3)}
@@ -29,6 +30,10 @@ cp -r $run/plots "$out/" 2>/dev/null
 python3 -m duorl metrics $run --last 100 > "$out/metrics_last100_part$part.txt" 2>&1
 tail -n 25 "$out/metrics_last100_part$part.txt"
 if [ "${VIDEO:-0}" = 1 ]; then
+  # the video needs GL loaders and PyOpenGL + an MP4 encoder: carry .gl with the device README's .deb
+  # files and .gl/py with `pip download --no-deps pyopengl av` (imageio-ffmpeg's wheel is too large)
+  if [ -d .gl ]; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
+  if [ -d .gl/py ]; then python3 -m pip install -q --no-index --no-deps --target /tmp/duorl-site .gl/py/*.whl; fi
   MUJOCO_GL=egl python3 -m duorl play $run --episodes 1 --video "$out/track_box.mp4" > "$out/play.log" 2>&1
   echo "play rc=$?"; tail -n 5 "$out/play.log"
 fi

@@ -159,3 +159,20 @@ def test_whole_cycle_graph_needs_cuda_and_says_how_to_opt_out() -> None:
         pytest.skip("CUDA present: tests/test_graphs_cuda.py covers the graph")
     with pytest.raises(GraphCaptureError, match="needs a CUDA device.*whole_cycle_cuda_graph=false"):
         WholeCycleGraph(_learner("sac"))
+
+
+@pytest.mark.parametrize("message, cause", [
+    ("CUDA error: operation not permitted when stream is capturing", "a host synchronisation"),
+    # an earlier operation broke the capture silently; a host read is the usual one
+    ("CUDA error: operation failed due to a previous error during capture", "a host synchronisation"),
+    ("operation would make the legacy stream depend on a capturing blocking stream; capture invalidated",
+     "a host synchronisation"),
+    ("Capture must end on the same stream it began on: unjoined work", "a side stream used inside the cycle"),
+    ("CUDA out of memory. Tried to allocate 2.00 GiB", "not enough GPU memory"),
+])
+def test_capture_failures_name_their_likely_cause(message: str, cause: str) -> None:
+    from duorl.graphs import _explain
+
+    text = _explain("Learner", RuntimeError(message))
+    assert f"Likely cause: {cause}" in text and "whole_cycle_cuda_graph=false" in text, text
+    assert message.splitlines()[0] in text

@@ -95,3 +95,30 @@ def test_play_reports_the_task_metrics_of_the_deterministic_policy(tmp_path):
     assert m["lin_vel_error"] >= 0.0 and m["ang_vel_error"] >= 0.0
     shares = sum(v for k, v in m.items() if k.startswith("rew_"))
     assert shares == pytest.approx(out["mean_return"] / out["mean_length"], rel=1e-4, abs=1e-6)
+
+
+def test_the_video_writer_is_an_mp4_encoder_or_a_clear_error(monkeypatch, tmp_path):
+    """imageio without an MP4 plugin picks a writer that refuses fps (seen on a GPU machine with only
+    tifffile): the encoder is chosen, or refused with the install line, before any episode runs."""
+    import importlib.util
+
+    import imageio.v3 as iio
+
+    from duorl.play import PlayError, _mp4_writer
+
+    frames = np.zeros((5, 48, 64, 3), dtype=np.uint8)
+    out = tmp_path / "v.mp4"
+    iio.imwrite(out, frames, fps=50, **_mp4_writer())  # the test extra installs imageio[ffmpeg]
+    assert iio.improps(out, plugin="FFMPEG").shape[1:] == (48, 64, 3)
+
+    real = importlib.util.find_spec
+    for missing, expect in ((("imageio_ffmpeg",), {"plugin": "pyav", "codec": "libx264"}),
+                            (("imageio_ffmpeg", "av"), "an MP4 encoder"), (("imageio",), "imageio with ffmpeg")):
+        def find_spec(name, *a, m=missing):  # PyAV "installed" unless named missing
+            return None if name in m else (object() if name == "av" else real(name, *a))
+        monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+        if isinstance(expect, dict):
+            assert _mp4_writer() == expect
+        else:
+            with pytest.raises(PlayError, match=expect):
+                _mp4_writer()

@@ -430,7 +430,9 @@ def _reset_generators(generators: Sequence[torch.Generator]) -> None:
 def _explain(name: str, e: BaseException) -> str:
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     low = str(e).lower()
-    if "unjoined" in low or "isolated" in low or "invalidated" in low:
+    # "invalidated" / "previous error during capture": an earlier operation broke the capture without
+    # raising, and the one that raised names no cause; a host read is the usual one, so both are named
+    if "unjoined" in low or "isolated" in low:
         cause = (
             "a side stream used inside the cycle that does not fork from the capture stream and join back (its "
             "work is outside the capture): run it in `with duorl.graphs.forked_stream(stream):`"

@@ -154,6 +154,19 @@ def add_reference(model: Any, ref_data: Any, scene: Any, option: Any) -> int:
     return scene.ngeom - first
 
 
+def _mp4_writer() -> dict[str, Any]:
+    """imageio's arguments for an installed MP4 encoder (imageio-ffmpeg's, else PyAV's), checked before
+    any episode runs: without one, imageio falls back to a writer that cannot take frames per second."""
+    if importlib.util.find_spec("imageio") is None:
+        raise PlayError("writing a video needs imageio with ffmpeg: pip install 'duorl[video]'")
+    if importlib.util.find_spec("imageio_ffmpeg") is not None:
+        return {"plugin": "FFMPEG"}
+    if importlib.util.find_spec("av") is not None:
+        return {"plugin": "pyav", "codec": "libx264"}
+    raise PlayError("writing a video needs an MP4 encoder for imageio: pip install 'duorl[video]' "
+                    "(imageio-ffmpeg) or pip install av")
+
+
 class _VideoRecorder:
     """Frames of env 0 through MuJoCo's renderer; needs an OpenGL backend (MUJOCO_GL=egl or osmesa).
     A task with a reference clip (reference_qpos) also gets its reference pose drawn as a ghost
@@ -162,8 +175,7 @@ class _VideoRecorder:
     def __init__(self, env: Any) -> None:
         import mujoco
 
-        if importlib.util.find_spec("imageio") is None:
-            raise PlayError("writing a video needs imageio with ffmpeg: pip install 'duorl[video]'")
+        self.writer = _mp4_writer()
         self.env = env
         self.model = _render_model(env.task)
         self.data = mujoco.MjData(self.model)
@@ -173,6 +185,9 @@ class _VideoRecorder:
         self.option.geomgroup[:] = 1  # collision geoms sit in groups MuJoCo hides by default
         self.camera = mujoco.MjvCamera()  # follows the robot from its side
         self.camera.distance, self.camera.azimuth, self.camera.elevation = 3.5, 90.0, -15.0
+        if not hasattr(mujoco, "Renderer"):  # mujoco hides the renderer when PyOpenGL does not import
+            raise PlayError("video needs PyOpenGL for MuJoCo's renderer and it does not import here: "
+                            "pip install 'duorl[video]' (or pip install PyOpenGL); or play without --video.")
         try:
             self.renderer = mujoco.Renderer(self.model, height=480, width=640)
         except Exception as e:  # noqa: BLE001 - any GL failure means: no video on this machine
@@ -202,7 +217,7 @@ class _VideoRecorder:
         import imageio.v3 as iio
 
         fps = max(1, round(1.0 / self.env.spec.control_dt))
-        iio.imwrite(path, self.frames, fps=fps)
+        iio.imwrite(path, self.frames, fps=fps, **self.writer)
         return path
 
 
