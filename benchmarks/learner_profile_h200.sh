@@ -6,7 +6,8 @@
 #   bash benchmarks/learner_profile_h200.sh OUT_DIR [SRC_DIR]
 # SRC_DIR (default: src) picks the code: a second tree (e.g. the commit before a change, exported with
 # `git archive`) measures both arms in one lease. CORUN=0 skips the co-run arms; PROFILE=N profiles N
-# iterations (default 5, 0: timings only); ITERS=N timed iterations (default 30).
+# iterations (default 5, 0: timings only); ITERS=N timed iterations (default 30); BENCHES picks among
+# sac_sym, sac_nosym and flashsac (default: all three).
 set -uo pipefail
 out=${1:?OUT_DIR}
 src=${2:-src}
@@ -34,9 +35,13 @@ for arm, p in (r.get("profile") or {}).items():
 PY
 }
 p=${PROFILE:-5} it=${ITERS:-30}
-b sac_sym --algo sac --task g1_walk_flat --iters $it --profile $p
-b sac_nosym --algo sac --iters $it --profile $p
-b flashsac --algo flashsac --iters $it --profile $p
+for name in ${BENCHES:-sac_sym sac_nosym flashsac}; do
+  case $name in
+    sac_sym) b sac_sym --algo sac --task g1_walk_flat --iters $it --profile $p;;
+    sac_nosym) b sac_nosym --algo sac --iters $it --profile $p;;
+    flashsac) b flashsac --algo flashsac --iters $it --profile $p;;
+  esac
+done
 if [ "${CORUN:-1}" = 1 ]; then
   python3 -m duorl bench corun --algo sac --task g1_walk_flat --window-s ${CORUN_WINDOW_S:-10} \
     --out "$out/corun_sac_g1_walk_flat_$tag.json" > /dev/null 2> "$out/corun_$tag.log"
