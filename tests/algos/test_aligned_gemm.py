@@ -3,7 +3,6 @@ parameters' shapes, and leave CPU tensors on the plain path."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 import torch.nn.functional as F
 
@@ -55,21 +54,3 @@ def test_aligned_linear_is_nn_linear_on_the_cpu() -> None:
     assert all(torch.equal(a.state_dict()[k], ref.state_dict()[k]) for k in ref.state_dict())
     x = torch.randn(16, 98)
     assert torch.equal(a(x), ref(x))
-
-
-@pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_the_cuda_bias_add_keeps_the_products_dtype_under_autocast() -> None:
-    """On CUDA the bias is added after the product, in its dtype: under bf16 autocast the output stays
-    bf16 (LayerNorm's input), as baddbmm's does, and equals baddbmm to bf16 rounding."""
-    g = torch.Generator(device="cuda").manual_seed(2)
-    x = torch.randn(2, 256, 130, generator=g, device="cuda")
-    w = torch.randn(2, 130, 101, generator=g, device="cuda")
-    b = torch.randn(2, 101, generator=g, device="cuda", requires_grad=True)
-    with torch.autocast("cuda", dtype=torch.bfloat16):
-        y = member_matmul(x, w, b)
-        ref = torch.baddbmm(b.unsqueeze(1), x, w)
-    assert y.dtype == ref.dtype == torch.bfloat16 and y.shape == ref.shape == (2, 256, 101)
-    torch.testing.assert_close(y.float(), ref.float(), rtol=2e-2, atol=2e-1)
-    (gy,) = torch.autograd.grad(y.float().sum(), b)
-    torch.testing.assert_close(gy, torch.full_like(b, 256.0))

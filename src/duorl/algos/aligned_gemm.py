@@ -23,12 +23,11 @@ def aligned(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, pad: bool | None = None,
-           pad_input: bool = True) -> torch.Tensor:
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, pad: bool | None = None) -> torch.Tensor:
     """F.linear(x, weight [out, in], bias [out]) with in and out padded to multiples of ALIGN (`pad`:
-    default on CUDA tensors; `pad_input=False` leaves in as it is)."""
+    default on CUDA tensors)."""
     out_dim, in_dim = weight.shape
-    pk, pn = (aligned(in_dim) - in_dim) * pad_input, aligned(out_dim) - out_dim
+    pk, pn = aligned(in_dim) - in_dim, aligned(out_dim) - out_dim
     if not (x.is_cuda if pad is None else pad) or not (pk or pn):
         return F.linear(x, weight, bias)
     if pk:
@@ -41,28 +40,22 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
 
 def member_matmul(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                  pad: bool | None = None, pad_input: bool = True) -> torch.Tensor:
+                  pad: bool | None = None) -> torch.Tensor:
     """Per-member x [n, B, in] @ weight [n, in, out] (+ bias [n, out]), in and out padded to multiples of
-    ALIGN (`pad`: default on CUDA tensors; `pad_input=False` leaves in as it is)."""
+    ALIGN (`pad`: default on CUDA tensors)."""
     in_dim, out_dim = weight.shape[-2:]
-    pk, pn = (aligned(in_dim) - in_dim) * pad_input, aligned(out_dim) - out_dim
+    pk, pn = aligned(in_dim) - in_dim, aligned(out_dim) - out_dim
     if (x.is_cuda if pad is None else pad) and (pk or pn):
         if pk:
             x, weight = F.pad(x, (0, pk)), F.pad(weight, (0, 0, 0, pk))
         if pn:
             weight = F.pad(weight, (0, pn))
             bias = F.pad(bias, (0, pn)) if bias is not None else None
-    if bias is None:
-        y = torch.bmm(x, weight)
-    elif x.is_cuda:
-        # compiled, baddbmm first copies the broadcast bias into its output (a strided copy, 1.8 ms of a
-        # sac iteration); an fp32 bias added to a bf16 product would make LayerNorm's input fp32 (a
-        # two-pass reduction, slower: benchmarks/2026-12-01_learner_ab_h200/README.md): the bias is
-        # added in the product's dtype, as baddbmm does under autocast
-        y = torch.bmm(x, weight)
-        y = y + bias.unsqueeze(1).to(y.dtype)
-    else:
-        y = torch.baddbmm(bias.unsqueeze(1), x, weight)
+    # baddbmm, although compiled it first copies the broadcast bias into its output (a strided copy,
+    # 1.8 ms of a sac iteration): as a separate add the bias fuses into LayerNorm's kernel, which then
+    # reads and keeps an fp32 input and runs as a two-pass reduction, and the iteration measured slower
+    # (benchmarks/2026-12-01_learner_ab_h200/README.md)
+    y = torch.bmm(x, weight) if bias is None else torch.baddbmm(bias.unsqueeze(1), x, weight)
     return y[..., :out_dim] if y.shape[-1] != out_dim else y
 
 

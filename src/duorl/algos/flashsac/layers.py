@@ -31,9 +31,9 @@ def _shape(members: int | None, *dims: int) -> tuple[int, ...]:
 class UnitLinear(nn.Module):
     """y = x W^T without bias; rows of W (one per output feature) have unit norm."""
 
-    def __init__(self, in_dim: int, out_dim: int, members: int | None = None, pad_input: bool = True) -> None:
+    def __init__(self, in_dim: int, out_dim: int, members: int | None = None) -> None:
         super().__init__()
-        self.members, self.pad_input = members, pad_input
+        self.members = members
         self.weight = nn.Parameter(torch.empty(_shape(members, out_dim, in_dim)))
         for w in self.weight.data.reshape(-1, out_dim, in_dim):
             nn.init.orthogonal_(w)
@@ -41,8 +41,8 @@ class UnitLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.members is None:
-            return aligned_gemm.linear(x, self.weight, pad_input=self.pad_input)
-        return aligned_gemm.member_matmul(x, self.weight.transpose(1, 2), pad_input=self.pad_input)  # [n, B, in] @ [n, in, out]
+            return aligned_gemm.linear(x, self.weight)
+        return aligned_gemm.member_matmul(x, self.weight.transpose(1, 2))  # [n, B, in] @ [n, in, out]
 
     @torch.no_grad()
     def project_(self, apply: torch.Tensor | None = None) -> None:
@@ -124,9 +124,7 @@ class Embedder(nn.Module):
     def __init__(self, in_dim: int, hidden_dim: int, members: int | None = None) -> None:
         super().__init__()
         self.norm = UnitBatchNorm(in_dim, members)
-        # the BatchNorm's output is not padded: the pad fused into the statistics' reduction, which then
-        # cost a quarter of a FlashSAC iteration on the H200 (benchmarks/2026-12-01_learner_ab_h200/)
-        self.linear = UnitLinear(in_dim, hidden_dim, members, pad_input=False)
+        self.linear = UnitLinear(in_dim, hidden_dim, members)
 
     def forward(self, x: torch.Tensor, training: bool) -> torch.Tensor:
         return self.linear(self.norm(x, training))
