@@ -150,6 +150,15 @@ def test_fingerprint_sees_hooks_callbacks_and_loads(kind: str) -> None:
     learner.set_synchronizer(null)
     assert graph_fingerprint(learner) == base
 
+    param.data = param.data.clone()
+    assert graph_fingerprint(learner) != base  # a parameter moved to new memory
+    base = graph_fingerprint(learner)
+    owner, name = next((m, n) for mod in learner.graph_modules() for m in mod.modules() for n, b in m._buffers.items()
+                       if b is not None)
+    setattr(owner, name, getattr(owner, name).clone())
+    assert graph_fingerprint(learner) != base  # a buffer moved to new memory
+    base = graph_fingerprint(learner)
+
     learner.load_state_dict(learner.state_dict())
     assert graph_fingerprint(learner) != base  # a checkpoint load
 

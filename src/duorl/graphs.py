@@ -392,14 +392,20 @@ def graph_fingerprint(learner: GraphCapturable) -> tuple:
         items.append(_keys(getattr(mm, name, None)))
     om = importlib.import_module("torch.optim.optimizer")
     items += [_keys(getattr(om, "_global_optimizer_pre_hooks", None)), _keys(getattr(om, "_global_optimizer_post_hooks", None))]
+    # it runs before every replay, on the host ahead of the launch: one walk of each module tree, reading
+    # each module's own parameters and buffers (module.parameters() and .buffers() would walk it again)
     for module in learner.graph_modules():
+        buffers = []
         for m in module.modules():
             items.append((id(m), m.training, _keys(m._forward_hooks), _keys(m._forward_pre_hooks),
                           _keys(m._backward_hooks), _keys(m._backward_pre_hooks)))
-        for p in module.parameters():
-            items.append((p.data_ptr(), p.requires_grad, p.grad.data_ptr() if p.grad is not None else None,
-                          _keys(p._backward_hooks), _keys(getattr(p, "_post_accumulate_grad_hooks", None))))
-        items.append(tuple(b.data_ptr() for b in module.buffers()))
+            for p in m._parameters.values():
+                if p is not None:
+                    g = p.grad
+                    items.append((p.data_ptr(), p.requires_grad, g.data_ptr() if g is not None else None,
+                                  _keys(p._backward_hooks), _keys(getattr(p, "_post_accumulate_grad_hooks", None))))
+            buffers += [b.data_ptr() for b in m._buffers.values() if b is not None]
+        items.append(tuple(buffers))
     for opt in learner.graph_optimizers():
         items.append((id(opt), _keys(opt._optimizer_step_pre_hooks), _keys(opt._optimizer_step_post_hooks)))
         for g in opt.param_groups:
