@@ -8,7 +8,6 @@ results do not depend on which process is faster.
 from __future__ import annotations
 
 import ctypes
-import gc
 import os
 import signal
 import sys
@@ -105,25 +104,12 @@ def collector_main(args: CollectorArgs) -> None:
     except StopRequested:
         pass
     except PeerStalled as e:
-        _release_shared(args)
         _end_stalled_learner(args, str(e))
     except BaseException:  # noqa: BLE001 - everything goes to the learner, then we exit non-zero
         control.write_error(f"collector failed in phase '{control.phase()}':\n{format_exception()}")
         sys.stderr.write(control.read_error() + "\n")
-        _release_shared(args)
         sys.exit(1)
-    _release_shared(args)
     control.set_phase("stopped")
-
-
-def _release_shared(args: CollectorArgs) -> None:
-    """Drop this process's last references to the learner's replay ring and weight board before it
-    exits. On CUDA they arrived as IPC handles. The learner, their producer, may free such a block
-    only once every consumer has let go of it, and a consumer that merely exits leaves its count
-    standing. The learner then warned at its own exit: "Producer process has been terminated before
-    all shared CUDA tensors released"."""
-    args.replay, args.board_slots = {}, torch.empty(0)
-    gc.collect()  # frames of a caught exception can still hold the ring
 
 
 def _end_stalled_learner(args: CollectorArgs, why: str) -> None:
