@@ -23,7 +23,7 @@ from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapsh
 from duorl.runtime.coordination import RankCoordinator, RankLost, Solo
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
 from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
-from duorl.runtime.stop_signals import early_stop_signal
+from duorl.runtime import stop_signals
 from duorl.runtime.control import (
     COLLECTOR_FAILED,
     COLLECTOR_READY,
@@ -140,7 +140,7 @@ class _StopFlag:
     def __init__(self, second_sigint_interrupts: bool = True, requested: Callable[[], bool] = lambda: False,
                  interruptible: Callable[[], str | None] = lambda: None) -> None:
         # a stop requested before the loop (runtime/stop_signals.py, installed at process start) counts
-        self.signal: int | None = early_stop_signal()
+        self.signal: int | None = stop_signals.early_stop_signal()
         self.second_sigint_interrupts = second_sigint_interrupts
         self.requested = requested  # a stop asked for elsewhere (the collector got a SIGTERM)
         # the current phase when a signal must not wait for its end (INTERRUPTIBLE_PHASES), else None
@@ -148,15 +148,11 @@ class _StopFlag:
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> "_StopFlag":
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                self._old[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread: leave signals alone
-                pass
+        self._old = stop_signals.install(self._handle)
         return self
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.signal is not None and signum == signal.SIGINT and self.second_sigint_interrupts:
+        if stop_signals.stops_at_once(self.signal, signum, self.second_sigint_interrupts):
             raise KeyboardInterrupt
         self.signal = signum
         phase = self.interruptible()
@@ -167,8 +163,7 @@ class _StopFlag:
         return self.signal is not None or self.requested()
 
     def __exit__(self, *exc: Any) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
+        stop_signals.restore(self._old)
 
 
 class Duo:
