@@ -30,10 +30,13 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/duorl train --algo sac --task pendulum_swingup $(ARGS)
 
-# two pytest workers: most tests wait on the processes they start, so two share two cores well
+# two pytest workers: most tests wait on the processes they start, so two share two cores well.
+# worksteal: each worker starts with one contiguous half of the tests (tests/conftest.py puts the three
+# learning runs first) and one that runs dry takes half of the other's remaining queue, so neither idles
+# at the end and a module's tests mostly stay on one worker (its module-scoped run is made once)
 test: $(STAMP)
 	$(VENV)/bin/duorl assets g1 --if-missing
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 --dist worksteal tests
 
 clean:
 	rm -rf $(VENV) runs

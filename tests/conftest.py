@@ -53,3 +53,11 @@ def _env() -> dict[str, str]:
 @pytest.fixture
 def duorl_env() -> dict[str, str]:
     return _env()
+
+
+def pytest_collection_modifyitems(config, items):
+    # The learning runs (marked slow, test_learning.py) take 2-5 minutes each in the suite, collected near
+    # the end; started first, they run beside the short tests instead of leaving the last one running
+    # alone on one of the two workers (make test: `-n 2 --dist worksteal`). A stable sort: the rest keep
+    # their order.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

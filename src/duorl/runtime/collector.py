@@ -161,6 +161,7 @@ def _run(args: CollectorArgs) -> None:
     learner_alive = _learner_alive(args.learner_pid)
     stop = lambda: control.get(STOP) == 1  # noqa: E731
     s = args.env_steps_per_sync
+    spin = device.type != "cpu"  # a CPU collector's spinning would take cycles from the learner (wait_until)
 
     control.write_device(_opened_device(device))
     obs = _to(env.reset(), device)
@@ -176,7 +177,7 @@ def _run(args: CollectorArgs) -> None:
         while True:
             try:
                 waited = wait_until(lambda: control.get(WEIGHTS_VERSION) >= k, learner_alive,
-                                    f"the collector waited for weights W_{k}", stop, watch=watch)
+                                    f"the collector waited for weights W_{k}", stop, watch=watch, spin=spin)
             except StopRequested:
                 waited = 0.0
             if stop():

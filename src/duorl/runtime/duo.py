@@ -197,6 +197,8 @@ class Duo:
         self.on_collector_ready = on_collector_ready
         self.coord: RankCoordinator = coordinator if coordinator is not None else Solo()
         self.device = torch.device(settings.device)
+        # waits on the CPU poll without spinning: the collector computes on the same cores (wait_until)
+        self._spin = self.device.type != "cpu"
         self.process: mp.Process | None = None
         self._watch: PeerWatch | None = None
         self._done_iterations = 0
@@ -305,6 +307,7 @@ class Duo:
                     "the learner waited for the collector to build its env",
                     self._wait_stop,
                     watch=self._watch,
+                    spin=self._spin,
                 )
                 manifest = self._manifest()
                 if self.on_collector_ready is not None:
@@ -417,6 +420,7 @@ class Duo:
                 f"the learner waited for ticks < {hi} (iteration {k})",
                 self._wait_stop,
                 watch=self._watch,
+                spin=self._spin,
             )
             cstats = self.control.read_stats(k - 1) if k > start else None
             origin = self.replay_origin
@@ -468,6 +472,7 @@ class Duo:
                     f"the learner waited for the collector's state at iteration {k + 1}",
                     self._wait_stop,
                     watch=self._watch,
+                    spin=self._spin,
                 )
                 self.reporter.checkpoint(
                     k + 1, self.control.get(TICKS_WRITTEN) * n, final=False, runtime_state=self._runtime_state(k + 1)
