@@ -3,6 +3,8 @@ processes are in test_faults.py."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from duorl.runtime.control import (
@@ -151,3 +153,14 @@ def test_a_held_phase_lingers_alive(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_phase_names_for_the_fault_hook() -> None:
     assert known_phase("learner:writing a checkpoint") and known_phase("collector:building env")
     assert not known_phase("learner:building env") and not known_phase("gpu:stepping") and not known_phase("x")
+
+
+def test_a_wait_without_spinning_leaves_the_core_to_the_peer() -> None:
+    """spin=False (CPU processes, whose peer computes on the same cores) sleeps between polls from the
+    first one: a 0.3 s wait costs this process under 5% of a core (measured 2%; spinning first: 10%)."""
+    deadline = time.perf_counter() + 0.3
+    cpu0 = time.process_time()
+    waited = wait_until(lambda: time.perf_counter() >= deadline, lambda: None, "a test wait", spin=False)
+    cpu = time.process_time() - cpu0
+    assert waited >= 0.29
+    assert cpu < 0.05 * waited, f"{cpu:.3f} s of CPU in a {waited:.3f} s wait"
