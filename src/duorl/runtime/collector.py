@@ -31,6 +31,7 @@ from duorl.runtime.control import (
     PeerStalled,
     StopRequested,
     format_exception,
+    spins_while_waiting,
     wait_until,
 )
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
@@ -161,7 +162,7 @@ def _run(args: CollectorArgs) -> None:
     learner_alive = _learner_alive(args.learner_pid)
     stop = lambda: control.get(STOP) == 1  # noqa: E731
     s = args.env_steps_per_sync
-    spin = device.type != "cpu"  # a CPU collector's spinning would take cycles from the learner (wait_until)
+    spin = spins_while_waiting(device)
 
     control.write_device(_opened_device(device))
     obs = _to(env.reset(), device)

@@ -178,6 +178,12 @@ class Watch(Protocol):
     def poll(self, what: str) -> None: ...
 
 
+def spins_while_waiting(device: torch.device) -> bool:
+    """wait_until's `spin` for a process on `device`: a CPU process does not spin, since its peer
+    computes on the same cores."""
+    return device.type != "cpu"
+
+
 def wait_until(
     ready: Callable[[], bool],
     peer_alive: Callable[[], str | None],
@@ -191,10 +197,11 @@ def wait_until(
     `watch`, this process beats while it waits, a peer whose heartbeat stopped for longer than its
     phase's bound raises PeerStalled, and a long wait says what it awaits. Returns the seconds waited.
 
-    spin=False polls every millisecond from the start. A process on the CPU passes it: its peer computes
-    on the same cores, and the 2000 spins (each poll is tens of microseconds of Python) burned 40-60 ms of
-    a core per wait, ~30% of a core for a collector waiting 130 ms per iteration on a CPU learner (the
-    pendulum on 2 cores), while an iteration of milliseconds loses nothing to a 1 ms poll."""
+    spin=False polls every millisecond from the start. A process on the CPU passes it
+    (spins_while_waiting): its peer computes on the same cores, and the 2000 spins (each poll is tens
+    of microseconds of Python) burned 40-60 ms of a core per wait, ~30% of a core for a collector
+    waiting 130 ms per iteration on a CPU learner (the pendulum on 2 cores), while an iteration of
+    milliseconds loses nothing to a 1 ms poll."""
     t0 = time.perf_counter()
     spins = 0
     if watch is not None:

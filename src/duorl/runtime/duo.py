@@ -37,6 +37,7 @@ from duorl.runtime.control import (
     PeerDied,
     PhaseInterrupted,
     StopRequested,
+    spins_while_waiting,
     wait_until,
 )
 from duorl.runtime.iteration_metrics import IterationMetrics
@@ -197,8 +198,7 @@ class Duo:
         self.on_collector_ready = on_collector_ready
         self.coord: RankCoordinator = coordinator if coordinator is not None else Solo()
         self.device = torch.device(settings.device)
-        # waits on the CPU poll without spinning: the collector computes on the same cores (wait_until)
-        self._spin = self.device.type != "cpu"
+        self._spin = spins_while_waiting(self.device)
         self.process: mp.Process | None = None
         self._watch: PeerWatch | None = None
         self._done_iterations = 0
