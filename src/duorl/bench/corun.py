@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from duorl.telemetry.summary import write_json_atomic
+
 ARMS = ("learner", "collector", "both", "both_mps")
 _SIDES = {"learner": ("learner",), "collector": ("collector",), "both": ("learner", "collector"),
           "both_mps": ("learner", "collector")}
@@ -107,7 +109,8 @@ def worker_main(argv: list[str]) -> int:
         step()
     sync()
     (d / f"{a.side}.ready").write_text(str(os.getpid()))
-    start_s, window_s = map(float, _wait_for(d / "go", READY_TIMEOUT_S).split())
+    go = json.loads(_wait_for(d / "go.json", READY_TIMEOUT_S))
+    start_s, window_s = float(go["start_s"]), float(go["window_s"])
     while time.time() < start_s:
         time.sleep(0.001)
     ms: list[float] = []
@@ -154,7 +157,8 @@ def _run_arm(arm: str, args: argparse.Namespace, workdir: Path, env: dict[str, s
             if time.monotonic() > deadline:
                 raise RuntimeError(f"arm {arm}: not every side was ready within {READY_TIMEOUT_S:.0f} s")
             time.sleep(0.05)
-        (d / "go").write_text(f"{time.time() + 1.0} {args.window_s}")
+        # renamed into place whole: a worker polling for it never reads a half-written file
+        write_json_atomic(d / "go.json", {"start_s": time.time() + 1.0, "window_s": args.window_s})
         for side, proc in procs.items():
             rc = proc.wait(timeout=args.window_s + 120.0)
             if rc != 0:
