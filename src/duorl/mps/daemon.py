@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from duorl.mps.probe import MpsHost, MpsUnavailable, RealHost, _pids, pipe_directory, probe_mps
+from duorl.telemetry.summary import write_json_atomic
 
 
 def state_root() -> Path:
@@ -90,7 +91,7 @@ def start(name: str = "default") -> dict[str, Any]:
         time.sleep(0.1)
     state = {"name": name, "pipe_directory": str(pipe), "log_directory": str(log), "gpu": gpus[0], "gpus": gpus,
              "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
-    state_file.write_text(json.dumps(state, indent=2) + "\n")
+    write_json_atomic(state_file, state)  # `duorl mps status` in another shell never reads half a file
     return state
 
 
