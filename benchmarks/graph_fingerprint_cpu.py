@@ -2,8 +2,11 @@
 before every replay, ahead of the launch: this tree's against another graphs.py, interleaved, best of
 7 rounds of 100 calls, on learners of the G1 walk dimensions (sac with symmetry, flashsac).
 
-    git show 9bac856:src/duorl/graphs.py > /tmp/graphs_old.py
+    git show 9bac856:src/duorl/graphs.py > /tmp/graphs_old.py   # round 4: one walk per module tree
+    git show b540a09:src/duorl/graphs.py > /tmp/graphs_old.py   # round 5: the walk without named_modules
     OMP_NUM_THREADS=1 python benchmarks/graph_fingerprint_cpu.py /tmp/graphs_old.py
+
+The output file has one block per round.
 """
 
 import importlib.util

@@ -181,7 +181,7 @@ def _keys(hooks: Any) -> tuple:
 
 def _scalar(v: Any) -> Any:
     if isinstance(v, torch.Tensor):
-        return ("tensor", v.data_ptr(), v.device.type)
+        return ("tensor", v.data_ptr(), v.is_cuda)  # is_cuda: .device builds a new object per call
     if isinstance(v, (int, float, bool, str, type(None))):
         return v
     if isinstance(v, (tuple, list)):
@@ -396,7 +396,7 @@ def graph_fingerprint(learner: GraphCapturable) -> tuple:
     # each module's own parameters and buffers (module.parameters() and .buffers() would walk it again)
     for module in learner.graph_modules():
         buffers = []
-        for m in module.modules():
+        for m in _module_tree(module):
             items.append((id(m), m.training, _keys(m._forward_hooks), _keys(m._forward_pre_hooks),
                           _keys(m._backward_hooks), _keys(m._backward_pre_hooks)))
             for p in m._parameters.values():
@@ -413,6 +413,21 @@ def graph_fingerprint(learner: GraphCapturable) -> tuple:
             for p in g["params"]:
                 items.append(tuple((k, _scalar(v)) for k, v in opt.state.get(p, {}).items()))
     return tuple(items)
+
+
+def _module_tree(root: nn.Module) -> list[nn.Module]:
+    """`root.modules()` in the same order, without the dotted names `named_modules` builds for each one."""
+    out: list[nn.Module] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        m = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        out.append(m)
+        stack.extend(reversed([c for c in m._modules.values() if c is not None]))
+    return out
 
 
 def _sync_fingerprint(learner: GraphCapturable) -> Any:
