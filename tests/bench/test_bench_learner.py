@@ -26,8 +26,12 @@ def test_bench_learner_writes_json(tmp_path, capsys: pytest.CaptureFixture[str],
     assert result["replay_sampling"] == ("age_biased" if algo == "warpsac" else "uniform")
     eager = result["eager_ms_per_iteration"]
     assert result["iterations_timed"] == 3 and 0 < eager["min"] <= eager["median"] <= eager["p90"]
+    # the host's part of an iteration: on the CPU, where nothing runs asynchronously, about all of it
+    host = result["eager_host_ms_per_iteration"]
+    assert 0 < host["min"] <= eager["min"] and host["median"] > 0.9 * eager["median"]
     # the CPU has no CUDA graph: the graph fields are present and empty
     assert result["device"] == "cpu" and result["graph_ms_per_iteration"] is None and result["graph_speedup"] is None
+    assert result["graph_host_ms_per_iteration"] is None and result["graph_launch_ms"] is None
 
 
 def test_bench_learner_sac_with_a_task(tmp_path) -> None:

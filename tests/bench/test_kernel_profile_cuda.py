@@ -30,3 +30,7 @@ def test_profile_of_a_small_sac_learner() -> None:
     assert any(s["op"].startswith("aten::") for s in r["profile"]["eager"]["top_sources"])
     graph = r["profile"]["graph"]
     assert sum(s["ms_per_iteration"] for s in graph.get("top_sources", [])) < 0.2 * graph["busy_ms_per_iteration"]
+    # the host's part of a replayed iteration: the staleness check and the launch, within the iteration
+    host, launch = r["graph_host_ms_per_iteration"], r["graph_launch_ms"]
+    assert 0 < launch["median"] <= r["graph_ms_per_iteration"]["p90"]
+    assert 0 < host["min"] <= r["graph_ms_per_iteration"]["p90"]

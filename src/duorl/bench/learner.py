@@ -8,6 +8,9 @@ only the eager path exists.
 
 Timing: every iteration is bracketed by device synchronisations and timed on the host clock
 (perf_counter); the report gives median, mean, min and p90 over --iters iterations after warm-up.
+The `*_host_ms_per_iteration` figures are the host's part of each iteration (until the call returns),
+and `graph_launch_ms` is the bare `CUDAGraph.replay()` call: a whole-cycle graph's host work runs
+while the GPU waits, because the runtime synchronises at every weight publish.
 """
 
 from __future__ import annotations
@@ -84,15 +87,19 @@ def _stats(ms: list[float]) -> dict[str, float]:
     }
 
 
-def _timed(fn: Callable[[], Any], n: int, sync: Callable[[], None]) -> list[float]:
-    out = []
+def _timed(fn: Callable[[], Any], n: int, sync: Callable[[], None]) -> tuple[list[float], list[float]]:
+    """Per iteration: the whole time (synchronised on both sides), and the host's part of it, until
+    `fn` returns (its launches and checks; on a GPU the device may still be working then)."""
+    total, host = [], []
     for _ in range(n):
         sync()
         t0 = time.perf_counter()
         fn()
+        t1 = time.perf_counter()
         sync()
-        out.append((time.perf_counter() - t0) * 1e3)
-    return out
+        total.append((time.perf_counter() - t0) * 1e3)
+        host.append((t1 - t0) * 1e3)
+    return total, host
 
 
 @dataclasses.dataclass
@@ -215,8 +222,13 @@ def run_learner_bench(
         graph.train_iteration(sampler.sample, n)  # compile, warm-up, capture and the first replay
         sync()
         graph_result["first_graph_iteration_s"] = round(time.perf_counter() - t0, 3)
-        graph_ms = _timed(lambda: graph.train_iteration(sampler.sample, n), iters, sync)
+        graph_ms, graph_host_ms = _timed(lambda: graph.train_iteration(sampler.sample, n), iters, sync)
         graph_result["graph_ms_per_iteration"] = _stats(graph_ms)
+        graph_result["graph_host_ms_per_iteration"] = _stats(graph_host_ms)
+        # the launch alone, without the staleness check: what replaying this many nodes costs the host
+        # (the learner's host counters are not advanced; this learner is discarded after the bench)
+        replay = next(iter(graph._graphs.values())).graph.replay
+        graph_result["graph_launch_ms"] = _stats(_timed(replay, iters, sync)[1])
         graph_result["graph"] = graph.state()
         graph_result["torch_compile"] = bool(getattr(learner, "compiled", False))
         if profile_iters:
@@ -227,7 +239,7 @@ def run_learner_bench(
     learner, sampler = setup()
     for _ in range(warmup):
         learner.train_iteration(sampler.sample, n)
-    eager_ms = _timed(lambda: learner.train_iteration(sampler.sample, n), iters, sync)
+    eager_ms, eager_host_ms = _timed(lambda: learner.train_iteration(sampler.sample, n), iters, sync)
     if profile_iters and dev.type == "cuda":
         profiles["eager"] = profile_kernels(lambda: learner.train_iteration(sampler.sample, n), profile_iters, sync)
 
@@ -251,7 +263,10 @@ def run_learner_bench(
         "synchronizer": "all_reduce" if data_parallel else synchronizer,
         "iterations_timed": iters,
         "eager_ms_per_iteration": _stats(eager_ms),
+        "eager_host_ms_per_iteration": _stats(eager_host_ms),
         "graph_ms_per_iteration": None,
+        "graph_host_ms_per_iteration": None,
+        "graph_launch_ms": None,
         "graph_speedup": None,
         "first_graph_iteration_s": None,
         "data_parallel": {"world_size": 1, "backend": "nccl" if dev.type == "cuda" else "gloo",
