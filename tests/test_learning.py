@@ -58,12 +58,10 @@ def test_sac_learns_pendulum_swingup(tmp_path):
 @pytest.mark.parametrize("algo", ["flashsac", "warpsac"])
 def test_flash_algorithms_learn_pendulum_swingup(tmp_path, algo):
     """FlashSAC and WarpSAC (age-biased replay) on the same task, budget and threshold as SAC, with the
-    task's algo_by_name settings (one narrow block per network: cheaper per update than SAC here), the
-    learning-rate decay of an 1100-iteration run (FLASH_LR_DECAY_UPDATES). Seed 1 measured 118
-    (flashsac) on the dev machine earlier, 84.6 on 2026-12-01 (2-core dev VM; its metrics equal those of
-    an 1100-iteration run row for row through iteration 630); with the task's flash tau of 0.1 (was
-    0.01) seed 1 measured 109.8 (flashsac) and 144.2 (warpsac), seeds 1-6 of flashsac 91.6-149.9
-    (benchmarks/2026-12-01_cpu_checks/README.md)."""
+    task's algo_by_name settings (one narrow block per network: cheaper per update than SAC here; the
+    target critic at tau 0.1) and the learning-rate decay of an 1100-iteration run
+    (FLASH_LR_DECAY_UPDATES). On the 2-core dev VM seed 1 ends at 109.8 (flashsac) and 144.2 (warpsac);
+    across seeds 1-6 flashsac ends at 91.6-149.9 (benchmarks/2026-12-01_cpu_checks/README.md)."""
     run = tmp_path / algo
     cmd = [
         sys.executable, "-m", "duorl", "train", "--algo", algo, "--task", "pendulum_swingup", "--sim", "mujoco",
