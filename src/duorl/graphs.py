@@ -274,6 +274,14 @@ class WholeCycleGraph:
         self.replays += 1
         return dict(entry.outputs)
 
+    def launch_unchecked(self) -> None:
+        """Replay a captured graph with neither the staleness check nor the host counters' advance: what
+        the launch alone costs the host, for benchmarks. The learner's host counters then lag its
+        device state, so this learner must not train on afterwards."""
+        if not self._graphs:
+            raise RuntimeError("launch_unchecked: nothing is captured yet; run train_iteration first")
+        next(iter(self._graphs.values())).graph.replay()
+
     def invalidate(self, reason: str = "invalidated") -> None:
         """Release every graph; the next iteration recaptures."""
         self.last_invalidation = reason
