@@ -185,3 +185,16 @@ def test_capture_failures_name_their_likely_cause(message: str, cause: str) -> N
     text = _explain("Learner", RuntimeError(message))
     assert f"Likely cause: {cause}" in text and "whole_cycle_cuda_graph=false" in text, text
     assert message.splitlines()[0] in text
+
+
+def test_the_fingerprints_module_walk_is_modules_order() -> None:
+    """graphs._module_tree (the staleness check's walk, without dotted names) visits what
+    Module.modules() visits, in the same order, a shared submodule once."""
+    from torch import nn
+
+    from duorl.graphs import _module_tree
+
+    shared = nn.Linear(2, 2)
+    root = nn.Sequential(shared, nn.Sequential(shared, nn.ReLU(), nn.Sequential(nn.Tanh())), nn.Identity())
+    assert [id(m) for m in _module_tree(root)] == [id(m) for m in root.modules()]
+    assert len(_module_tree(root)) == 7
