@@ -1,5 +1,5 @@
 """Seconds from a fault to the data-parallel launcher's exit, two CPU ranks over gloo (the cases of
-tests/dist/test_dp_faults.py, timed): kill -9 of rank 1's collector, of rank 1's learner, SIGINT and
+tests/distributed/test_dp_faults.py, timed): kill -9 of rank 1's collector, of rank 1's learner, SIGINT and
 SIGTERM to the launcher. Run from the repo root:
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_fault_timing_cpu.py OUT_DIR
 """

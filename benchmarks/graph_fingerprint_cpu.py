@@ -2,8 +2,8 @@
 before every replay, ahead of the launch: this tree's against another graphs.py, interleaved, best of
 7 rounds of 100 calls, on learners of the G1 walk dimensions (sac with symmetry, flashsac).
 
-    git show 9bac856:src/duorl/graphs.py > /tmp/graphs_old.py   # round 4: one walk per module tree
-    git show b540a09:src/duorl/graphs.py > /tmp/graphs_old.py   # round 5: the walk without named_modules
+    git show 9bac856:src/duorl/gpu/graphs.py > /tmp/graphs_old.py   # round 4: one walk per module tree
+    git show b540a09:src/duorl/gpu/graphs.py > /tmp/graphs_old.py   # round 5: the walk without named_modules
     OMP_NUM_THREADS=1 python benchmarks/graph_fingerprint_cpu.py /tmp/graphs_old.py
 
 The output file has one block per round.
@@ -14,7 +14,7 @@ import sys
 import time
 
 from duorl import graphs as graphs_new
-from duorl.bench.learner import learner_fixture
+from duorl.cli.bench.learner import learner_fixture
 
 spec = importlib.util.spec_from_file_location("graphs_old", sys.argv[1])
 graphs_old = importlib.util.module_from_spec(spec)

@@ -3,16 +3,16 @@ driven with a no-op graph on the CPU (the staleness check, the cycle key, the ho
 tree's graphs.py against another, interleaved, best of 7 rounds of 100 calls, on learners of the G1 walk
 dimensions (flashsac, sac with symmetry).
 
-    git show b540a09:src/duorl/graphs.py > /tmp/graphs_old.py
+    git show b540a09:src/duorl/gpu/graphs.py > /tmp/graphs_old.py
     OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/graph_host_cpu.py /tmp/graphs_old.py
 """
 
 import time, sys, importlib.util
-from duorl.bench.learner import learner_fixture
+from duorl.cli.bench.learner import learner_fixture
 def load(path, name):
     spec = importlib.util.spec_from_file_location(name, path); mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod; spec.loader.exec_module(mod); return mod
-mods = {"old": load(sys.argv[1], "g_old"), "new": load("src/duorl/graphs.py", "g_new")}
+mods = {"old": load(sys.argv[1], "g_old"), "new": load("src/duorl/gpu/graphs.py", "g_new")}
 class FakeGraph:
     def replay(self): pass
 for algo, task in (("flashsac", None), ("sac", "g1_walk_flat")):

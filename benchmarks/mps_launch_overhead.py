@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from duorl.bench.report import emit
+from duorl.cli.bench.report import emit
 
 
 def main() -> int:

@@ -27,8 +27,8 @@ from typing import Any, Callable
 import mujoco
 import torch
 
-from duorl.bench.collector import _measure, build_collector_tick
-from duorl.bench.report import emit
+from duorl.cli.bench.collector import _measure, build_collector_tick
+from duorl.cli.bench.report import emit
 from duorl.config.load import load_config
 from duorl.envs.g1 import model as g1_model
 from duorl.envs.tasks import g1_common

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from duorl.bench.collector import build_collector_tick
+from duorl.cli.bench.collector import build_collector_tick
 from duorl.config.load import load_config
 
 

@@ -12,7 +12,7 @@ import collections
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from duorl.bench.collector import build_collector_tick
+from duorl.cli.bench.collector import build_collector_tick
 from duorl.config.load import load_config
 from duorl.envs.base import Uniforms
 

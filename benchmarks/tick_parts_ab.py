@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from duorl.bench.collector import _measure, build_collector_tick
+from duorl.cli.bench.collector import _measure, build_collector_tick
 from duorl.config.switches import tick_compile_enabled
 from duorl.envs.backends.mjwarp import MjWarpBackend
 from duorl.envs.tasks.g1_common import G1TaskBase

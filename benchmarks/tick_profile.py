@@ -19,7 +19,7 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from duorl.bench.collector import build_collector_tick
+from duorl.cli.bench.collector import build_collector_tick
 from duorl.config.load import load_config
 from duorl.config.switches import tick_compile_enabled
 

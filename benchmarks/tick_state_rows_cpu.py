@@ -20,7 +20,7 @@ import mujoco
 import numpy as np
 import torch
 
-from duorl.bench.collector import build_collector_tick
+from duorl.cli.bench.collector import build_collector_tick
 from duorl.config.load import load_config
 from duorl.envs.backends.mujoco_cpu import _FULLPHYSICS
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
-from duorl.bench.collector import build_collector_tick
-from duorl.bench.report import emit
+from duorl.cli.bench.collector import build_collector_tick
+from duorl.cli.bench.report import emit
 from duorl.config.load import load_config
 from duorl.envs.tasks import g1_common
 

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 import duorl.config.devices as devices
-from duorl.cli import main
+from duorl.cli.main import main
 from duorl.config.load import config_to_dict, load_config
 from duorl.runtime.checkpoint import save_checkpoint
 from tests.conftest import TINY

@@ -10,7 +10,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD/src:$PWD PYTHONUNBUFFERED=1 MUJOCO_GL=disable
 { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; } > "$out/gpu.txt" 2>&1
-timeout 180 python3 -m pytest -m cuda -q -p no:cacheprovider tests/test_graphs_cuda.py tests/algos > "$out/pytest_cuda.log" 2>&1
+timeout 180 python3 -m pytest -m cuda -q -p no:cacheprovider tests/gpu/test_graphs_cuda.py tests/algos > "$out/pytest_cuda.log" 2>&1
 echo "pytest rc=$?" >> "$out/pytest_cuda.log"
 for algo in sac flashsac warpsac; do
   timeout 80 python3 -m duorl bench learner --algo "$algo" --iters 50 --out "$out/bench_$algo.json" > /dev/null 2>> "$out/bench.log"

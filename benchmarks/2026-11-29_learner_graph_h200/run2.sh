@@ -11,5 +11,5 @@ for algo in sac flashsac; do
   timeout 70 python3 -m duorl bench learner --algo "$algo" --iters 30 --out "$out/bench_$algo.json" > /dev/null 2>> "$out/bench.log"
   echo "bench $algo rc=$?" >> "$out/bench.log"
 done
-timeout 110 python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider tests/test_graphs_cuda.py > "$out/pytest_cuda.log" 2>&1
+timeout 110 python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider tests/gpu/test_graphs_cuda.py > "$out/pytest_cuda.log" 2>&1
 echo "pytest rc=$?" >> "$out/pytest_cuda.log"

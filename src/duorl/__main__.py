@@ -1,3 +1,3 @@
-from duorl.cli import main
+from duorl.cli.main import main
 
 raise SystemExit(main())

@@ -23,7 +23,7 @@ pytestmark = [
 ]
 
 SPEC = EnvSpec(task="toy", actor_obs_dim=24, critic_obs_dim=30, action_dim=6, max_episode_steps=10, control_dt=0.02)
-# the eager networks (torch.compile off): tests/test_graphs_cuda.py covers the compiled ones
+# the eager networks (torch.compile off): tests/gpu/test_graphs_cuda.py covers the compiled ones
 CFG = AlgoConfig(
     batch_size=512, actor_hidden_dims=[128, 64], critic_hidden_dims=[128, 64], num_atoms=51,
     updates_per_step=4, policy_frequency=2, max_grad_norm=1.0, use_autocast=True,

@@ -244,13 +244,13 @@ def test_task_names_come_from_registry(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An invalid config never reaches duorl.train.train (nor any env factory)."""
-    from duorl.cli import main
+    """An invalid config never reaches duorl.cli.train.train (nor any env factory)."""
+    from duorl.cli.main import main
 
     called: list[object] = []
-    fake = types.ModuleType("duorl.train")
+    fake = types.ModuleType("duorl.cli.train")
     fake.train = lambda cfg: called.append(cfg) or 0  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "duorl.train", fake)
+    monkeypatch.setitem(sys.modules, "duorl.cli.train", fake)
     fake_registry = types.ModuleType("duorl.envs.registry")
     fake_registry.TASKS = ("pendulum_swingup",)  # type: ignore[attr-defined]
 

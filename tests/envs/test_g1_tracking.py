@@ -252,7 +252,7 @@ def test_play_draws_the_reference_pose_as_a_ghost():
     """What `duorl play --video` adds to the scene for this task (no OpenGL needed to build it)."""
     import mujoco
 
-    from duorl.play import REFERENCE_RGBA, add_reference
+    from duorl.cli.play import REFERENCE_RGBA, add_reference
 
     env = cpu_env(G1MotionTracking(randomize=False, reset_noise=False), 1, seed=0)
     env.reset()

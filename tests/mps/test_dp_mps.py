@@ -1,7 +1,7 @@
 """CUDA MPS under data parallel, on the CPU: fake hosts, real gloo ranks, the real training entry.
 
 Each rank is a driver process that fakes only the MPS host (and the device names the probe sees),
-then runs `duorl.train.train` as a rank of a 2-rank run (env:// rendezvous on loopback):
+then runs `duorl.cli.train.train` as a rank of a 2-rank run (env:// rendezvous on loopback):
 - the collector's own report of the device it opened is what the same-GPU check compares;
 - rank 1 failing the probe aborts both ranks before any collector exists, naming rank 1, its host
   and the prerequisite, in under 10 s;
@@ -23,7 +23,7 @@ import pytest
 
 from duorl.mps.probe import MpsEvidence, MpsUnavailable, verify_same_gpu
 from tests.conftest import TINY
-from tests.dist.conftest import free_port
+from tests.distributed.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ DRIVER = textwrap.dedent(
     import json, os, sys
     from pathlib import Path
     import duorl.mps.session as session
-    import duorl.train as train_mod
+    import duorl.cli.train as train_mod
     from tests.mps.test_probe import FakeHost
 
     rank = int(os.environ["RANK"])
@@ -59,7 +59,7 @@ DRIVER = textwrap.dedent(
             return super().probe("cuda:0", "cuda:0")  # the names a GPU rank would pass
 
     train_mod.MpsSession = FakeSession
-    from duorl.cli import main
+    from duorl.cli.main import main
     sys.exit(main(sys.argv[1:]))
     """
 )

@@ -7,7 +7,7 @@ import pytest
 import duorl.algos.registry
 import duorl.envs.registry
 import duorl.runtime.duo
-import duorl.train
+import duorl.cli.train
 from duorl.config.load import load_config
 from duorl.mps import probe as probe_mod
 from tests.mps.test_probe import FakeHost
@@ -33,7 +33,7 @@ def spies(monkeypatch):
 
 def test_mps_on_a_cpu_machine_fails_closed_naming_cuda(tmp_path, spies, capsys):
     cfg = load_config("sac", "pendulum_swingup", "mujoco", ["training.cuda_process_sharing=mps", f"training.log_dir={tmp_path}/r"])
-    assert duorl.train.train(cfg) == 2
+    assert duorl.cli.train.train(cfg) == 2
     err = capsys.readouterr().err
     assert "CUDA MPS requested" in err and "no CUDA device is visible" in err and "Fix:" in err
     assert spies == []
@@ -43,9 +43,9 @@ def test_mps_on_a_cpu_machine_fails_closed_naming_cuda(tmp_path, spies, capsys):
 def test_mps_with_no_daemon_fails_closed_with_the_start_command(tmp_path, spies, capsys, monkeypatch):
     host = FakeHost(kinds={})
     monkeypatch.setattr(probe_mod, "RealHost", lambda: host)
-    monkeypatch.setattr(duorl.train, "resolve_device", lambda cfg: "cuda:0")
+    monkeypatch.setattr(duorl.cli.train, "resolve_device", lambda cfg: "cuda:0")
     cfg = load_config("sac", "pendulum_swingup", "mujoco", ["training.cuda_process_sharing=mps", f"training.log_dir={tmp_path}/r"])
-    assert duorl.train.train(cfg) == 2
+    assert duorl.cli.train.train(cfg) == 2
     err = capsys.readouterr().err
     assert "duorl mps start" in err and "nvidia-cuda-mps-control -d" in err
     assert spies == []

@@ -113,7 +113,7 @@ def test_a_checkpoint_without_the_tasks_state_is_refused_early(tmp_path):
 
 
 def test_missing_task_state_names_only_what_is_absent():
-    from duorl.resume import missing_task_state
+    from duorl.cli.resume import missing_task_state
 
     snap = {"env": {"task": {"a": 1, "b": 2}}}
     assert missing_task_state(snap, ("a", "b", "c")) == ["c"]

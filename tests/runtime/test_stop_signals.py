@@ -12,7 +12,7 @@ import pytest
 
 import duorl.config.devices as devices
 import duorl.config.load as load
-from duorl.cli import main
+from duorl.cli.main import main
 from duorl.runtime.stop_signals import early_stop_signal, stop_signals
 from tests.conftest import TINY
 

@@ -9,7 +9,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import pytest
 import torch
 
-from duorl.bench.collector import build_collector_tick
+from duorl.cli.bench.collector import build_collector_tick
 from duorl.config.errors import ConfigError
 from duorl.config.load import load_config
 from duorl.runtime.replay import ReplayLayout, ReplayRing

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from duorl.bench.collector import build_collector_tick
+from duorl.cli.bench.collector import build_collector_tick
 from duorl.config.load import load_config
 from duorl.envs.registry import make_vec_env
 from tests.envs.compile_util import step_compiled_vs_plain

@@ -1,4 +1,4 @@
-"""The host-side half of `duorl.graphs.GraphCapturable`, shared by the SAC-family learners.
+"""The host-side half of `duorl.gpu.graphs.GraphCapturable`, shared by the SAC-family learners.
 
 These learners keep one host-side counter, `num_updates`, which picks the updates that include the
 actor (`policy_frequency`). An iteration of n updates starting at counter c takes the same Python

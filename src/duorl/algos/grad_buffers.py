@@ -5,7 +5,7 @@ one flat buffer allocated once at attach (backward accumulates straight into it;
 changes, so a CUDA graph can capture the step), and one extra element carries the step's loss
 validity (0, or NaN for a non-finite loss). The verdict is the buffer's finiteness: a non-finite loss
 or gradient skips that optimizer step (and, for the critic, the target update) by on-device masking,
-the same rule data parallel applies to every rank's verdict (`duorl.dist.grad_sync` reduces the very
+the same rule data parallel applies to every rank's verdict (`duorl.distributed.grad_sync` reduces the very
 same buffers across ranks).
 """
 

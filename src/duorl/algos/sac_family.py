@@ -14,10 +14,10 @@ from torch import nn
 from duorl.algos.base import Batch, GradientSynchronizer, NullSynchronizer
 from duorl.algos.capture import CycleCaptureMixin
 from duorl.config.switches import compile_enabled
-from duorl.compiling import maybe_compile
+from duorl.gpu.compiling import maybe_compile
 from duorl.algos.sac.networks import tanh_gaussian_log_prob
 from duorl.algos.sac.normalizer import RunningObsNormalizer
-from duorl.seeding import derive_seed
+from duorl.config.seeding import derive_seed
 
 # what an iteration reports from its latest actor update (and repeats when it made none)
 ACTOR_METRICS = ("Loss/actor", "Loss/alpha", "Policy/entropy")

@@ -14,7 +14,7 @@ from duorl.config.errors import ConfigError
 from duorl.config.schema import Config
 
 KEY = "training.devices"
-# set in a data-parallel rank once it narrowed CUDA_VISIBLE_DEVICES to its entry (dist.launch): the
+# set in a data-parallel rank once it narrowed CUDA_VISIBLE_DEVICES to its entry (distributed.launch): the
 # torch device this process uses
 RANK_DEVICE_ENV = "DUORL_RANK_DEVICE"
 ALLOWED = 'null, [cpu], [N] (a CUDA ordinal), [cuda:N], [GPU-<uuid>] or [MIG-<id>]'

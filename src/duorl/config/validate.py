@@ -409,7 +409,7 @@ def _check_devices(cfg: Config, probe: bool = True) -> None:
     # mujoco with a CUDA entry is allowed: the learner uses the GPU, physics stays on CPU threads;
     # mjwarp with [cpu] is allowed too (warp's CPU device).
     if os.environ.get(RANK_DEVICE_ENV):
-        return  # a rank narrowed to its own entry (dist.launch): that device is this process's
+        return  # a rank narrowed to its own entry (distributed.launch): that device is this process's
     for entry in devices:
         resolve_entry(cfg, entry)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from duorl.compiling import maybe_compile
+from duorl.gpu.compiling import maybe_compile
 from duorl.envs.backends.base import Backend
 from duorl.envs.base import EnvSpec, Obs, Uniforms
 from duorl.envs.tasks.base import Task

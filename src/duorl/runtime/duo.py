@@ -18,7 +18,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from duorl.envs.base import EnvSpec
-from duorl.graphs import GraphCaptureError
+from duorl.gpu.graphs import GraphCaptureError
 from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapshots
 from duorl.runtime.coordination import RankCoordinator, RankLost, Solo
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
@@ -65,7 +65,7 @@ class DuoSettings:
     collector_delay_ms: float = 0.0
     learner_delay_ms: float = 0.0
     check_replay_window: bool = False
-    # learner iterations as whole-cycle CUDA graphs (duorl.graphs; CUDA only)
+    # learner iterations as whole-cycle CUDA graphs (duorl.gpu.graphs; CUDA only)
     whole_cycle_cuda_graph: bool = False
     # age-biased replay sampling (WarpSAC); None = uniform over the readable window
     replay_age_bias: AgeBias | None = None
@@ -224,7 +224,7 @@ class Duo:
         self.loss_poison = self.learner.poison_losses(s.updates_per_step) if s.nan_loss_iteration >= 0 else None
         self.graph = None
         if s.whole_cycle_cuda_graph:
-            from duorl.graphs import WholeCycleGraph
+            from duorl.gpu.graphs import WholeCycleGraph
 
             # the sampler draws inside the captured iteration: its generator replays with the graph
             self.graph = WholeCycleGraph(self.learner, extra_generators=[gen], agree=self.coord.agree_capture,

@@ -29,7 +29,7 @@ from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
 from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner
-from duorl.compiling import maybe_compile
+from duorl.gpu.compiling import maybe_compile
 from duorl.algos.flashsac.networks import FlashSACActor, FlashSACCritic, target_entropy_from_std
 from duorl.algos.flashsac.reward_scale import ReturnScale
 from duorl.algos.flashsac.schedule import WarmupCosine
@@ -97,7 +97,7 @@ def categorical_td_target(
 
 
 class FlashSACLearner(SACFamilyLearner):
-    """FlashSAC learner implementing `duorl.algos.base.Learner` and `duorl.graphs.GraphCapturable`."""
+    """FlashSAC learner implementing `duorl.algos.base.Learner` and `duorl.gpu.graphs.GraphCapturable`."""
 
     def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
         self._build_models(cfg, spec, device, seed, build_actor, build_critic)

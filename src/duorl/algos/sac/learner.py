@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
-from duorl.compiling import maybe_compile
+from duorl.gpu.compiling import maybe_compile
 from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner, squash
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
 from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
@@ -67,7 +67,7 @@ def build_critic(cfg: AlgoConfig, spec: EnvSpec) -> CategoricalCriticEnsemble:
 
 
 class SACLearner(SACFamilyLearner):
-    """FastSAC learner implementing `duorl.algos.base.Learner` and `duorl.graphs.GraphCapturable`."""
+    """FastSAC learner implementing `duorl.algos.base.Learner` and `duorl.gpu.graphs.GraphCapturable`."""
 
     def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
         self._build_models(cfg, spec, device, seed, build_actor, build_critic)

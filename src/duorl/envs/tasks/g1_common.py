@@ -51,7 +51,7 @@ class G1TaskBase:
         return g1.build_model(self.xml_path)
 
     def check(self) -> list[str]:
-        """Before anything is spawned (duorl/preflight.py): the model file builds into a G1 (what every
+        """Before anything is spawned (duorl/cli/preflight.py): the model file builds into a G1 (what every
         collector builds first). Raises ConfigError naming the file; returns warnings (none)."""
         from duorl.config.errors import ConfigError
 

@@ -1,0 +1,1 @@
+"""The command-line layer: `duorl` and its commands (train, play, resume, export, bench, ...)."""

@@ -1,0 +1,365 @@
+"""`duorl bench learner --algo A [--task T]`: milliseconds per learner iteration, eager vs whole-cycle graph.
+
+The learner trains on a real replay ring (random transitions) through the runtime's ReplaySampler, as
+in a run, with the algorithm's defaults (and the task's, with --task). Without --task the learner
+gets the G1 walk dimensions (actor obs 98, critic obs 101, action 29) and no task YAML. On CUDA it
+times the eager iteration and the replayed whole-cycle graph and reports their ratio; on the CPU
+only the eager path exists.
+
+Timing: every iteration is bracketed by device synchronisations and timed on the host clock
+(perf_counter); the report gives median, mean, min and p90 over --iters iterations after warm-up.
+The `*_host_ms_per_iteration` figures are the host's part of each iteration (until the call returns),
+and `graph_launch_ms` is the bare `CUDAGraph.replay()` call: a whole-cycle graph's host work runs
+while the GPU waits, because the runtime synchronises at every weight publish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+from duorl.cli.bench.kernel_profile import check_profile_device, gemm_flop_per_iteration, profile_kernels, summarize
+
+# torch and yaml are imported where used: the CLI builds this parser for every command
+
+G1_WALK_DIMS = {"actor_obs_dim": 98, "critic_obs_dim": 101, "action_dim": 29}
+
+
+def _set_dotted(cfg: Any, key: str, value: Any) -> None:
+    node = cfg
+    *parents, leaf = key.split(".")
+    for part in parents:
+        node = getattr(node, part)
+    if not dataclasses.is_dataclass(node) or leaf not in {f.name for f in dataclasses.fields(node)}:
+        raise ValueError(f"unknown configuration key {key!r}")
+    setattr(node, leaf, value)
+
+
+def _algo_only_config(algo: str, overrides: list[str]) -> Any:
+    """schema < algo YAML < overrides, without any task layer (the G1-dimension default)."""
+    import yaml
+
+    from duorl.config.catalog import algo_yaml
+    from duorl.config.schema import Config
+    from duorl.config.validate import validate
+
+    cfg = Config()
+    data = yaml.safe_load(algo_yaml(algo).read_text(encoding="utf-8")) or {}
+    for section, values in data.items():
+        for key, value in (values or {}).items():
+            _set_dotted(cfg, f"{section}.{key}", value)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ValueError(f"malformed override {item!r} (expected key=value)")
+        _set_dotted(cfg, key.strip(), yaml.safe_load(raw))
+    cfg.algo.name = algo
+    return validate(cfg)
+
+
+def bench_config(algo: str, task: str | None, overrides: list[str]) -> tuple[Any, Any]:
+    """(Config, EnvSpec) for the benchmark."""
+    from duorl.envs.base import EnvSpec
+
+    if task is None:
+        cfg = _algo_only_config(algo, overrides)
+        spec = EnvSpec(task="g1_walk_dims", max_episode_steps=1000, control_dt=0.02, **G1_WALK_DIMS)
+        return cfg, spec
+    from duorl.config.load import load_config
+    from duorl.envs.registry import env_spec
+
+    cfg = load_config(algo, task, None, overrides)
+    return cfg, env_spec(cfg.task)
+
+
+def _stats(ms: list[float]) -> dict[str, float]:
+    s = sorted(ms)
+    return {
+        "median": round(statistics.median(s), 4),
+        "mean": round(statistics.fmean(s), 4),
+        "min": round(s[0], 4),
+        "p90": round(s[min(len(s) - 1, int(0.9 * len(s)))], 4),
+    }
+
+
+def _timed(fn: Callable[[], Any], n: int, sync: Callable[[], None]) -> tuple[list[float], list[float]]:
+    """Per iteration: the whole time (synchronised on both sides), and the host's part of it, until
+    `fn` returns (its launches and checks; on a GPU the device may still be working then)."""
+    total, host = [], []
+    for _ in range(n):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        sync()
+        total.append((time.perf_counter() - t0) * 1e3)
+        host.append((t1 - t0) * 1e3)
+    return total, host
+
+
+@dataclasses.dataclass
+class LearnerFixture:
+    """A learner bench's inputs: the config, the spec, a real replay ring of random transitions, and
+    `setup()`, which builds a fresh learner (with its synchronizer) and a sampler over the ring."""
+
+    cfg: Any
+    spec: Any
+    device: Any
+    ring: Any
+    ticks: int
+    setup: Callable[[], tuple[Any, Any]]
+    synchronizers: list[Any]
+    group: Any
+
+    @property
+    def num_updates(self) -> int:
+        return self.cfg.algo.updates_per_step
+
+    def sync(self) -> None:
+        import torch
+
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+
+def learner_fixture(algo: str, task: str | None = None, overrides: list[str] | None = None, device: str | None = None,
+                    replay_ticks: int = 64, seed: int = 0, data_parallel: bool = False,
+                    synchronizer: str = "local") -> LearnerFixture:
+    """What `run_learner_bench` times, built once (`bench learner --profile` and `bench corun` use it too)."""
+    import torch
+
+    from duorl.algos.registry import make_learner
+    from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler
+    from duorl.cli.train import replay_age_bias
+
+    cfg, spec = bench_config(algo, task, list(overrides or []))
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    a, n_envs = cfg.algo, cfg.training.num_envs
+    ticks = max(2, replay_ticks)
+    layout = ReplayLayout(n_envs, ticks, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
+    ring = ReplayRing.allocate(layout, dev)
+    g = torch.Generator(device=dev).manual_seed(seed)
+    with torch.no_grad():
+        for key, t in ring.t.items():
+            if key == "tick":
+                t.copy_(torch.arange(ticks, device=dev))
+            elif key == "action":
+                t.uniform_(-1.0, 1.0, generator=g)
+            elif key in ("terminated", "truncated"):
+                t.copy_((torch.rand(t.shape, generator=g, device=dev) < 0.01).float())
+            else:
+                t.normal_(generator=g)
+    group = _world_of_one(dev) if data_parallel else None
+    synchronizers: list[Any] = []
+
+    def setup() -> tuple[Any, ReplaySampler]:
+        learner = make_learner(a, spec, dev, seed)
+        if group is not None:
+            from duorl.distributed.grad_sync import AllReduceSynchronizer
+
+            synchronizers.append(AllReduceSynchronizer(group, 1, dev, cfg.training.dp_gradient_wire_dtype))
+            learner.set_synchronizer(synchronizers[-1])
+        elif synchronizer == "local":
+            from duorl.algos.grad_buffers import LocalValidity
+
+            learner.set_synchronizer(LocalValidity(dev))
+        sampler = ReplaySampler(ring, torch.Generator(device=dev).manual_seed(seed + 1), age_bias=replay_age_bias(a))
+        sampler.set_window(0, ticks)
+        obs_a, obs_c = ring.ticks_obs(0, ticks)
+        learner.observe(obs_a, obs_c)
+        if hasattr(learner, "observe_rewards"):
+            learner.observe_rewards(*ring.ticks_rewards(0, ticks))
+        return learner, sampler
+
+    return LearnerFixture(cfg, spec, dev, ring, ticks, setup, synchronizers, group)
+
+
+def run_learner_bench(
+    algo: str,
+    task: str | None = None,
+    overrides: list[str] | None = None,
+    iters: int = 30,
+    warmup: int = 3,
+    device: str | None = None,
+    replay_ticks: int = 64,
+    seed: int = 0,
+    command: str | None = None,
+    data_parallel: bool = False,
+    synchronizer: str = "local",
+    profile_iters: int = 0,
+) -> dict[str, Any]:
+    """`synchronizer`: "local", as a run on one device (gradients in flat buffers, invalid steps skipped),
+    or "null" (the learner alone: what the synchronizer seam costs). `data_parallel`: the learner's
+    gradients go through the all-reduce synchronizer of a world-size-1 process group (NCCL on CUDA), as
+    under `training.data_parallel=true` on one device: the graph path is then the DP whole-cycle graph
+    and the eager path eager DP (training.dp_gradient_wire_dtype applies). `profile_iters` (CUDA): also
+    a kernel-level profile of that many replayed graph iterations and compiled eager iterations
+    (bench/kernel_profile.py)."""
+    import torch
+
+    fx = learner_fixture(algo, task, overrides, device, replay_ticks, seed, data_parallel, synchronizer)
+    cfg, spec, dev, a, setup, sync = fx.cfg, fx.spec, fx.device, fx.cfg.algo, fx.setup, fx.sync
+    n_envs, ticks, group, synchronizers = cfg.training.num_envs, fx.ticks, fx.group, fx.synchronizers
+    from duorl.cli.train import replay_age_bias
+
+    n = fx.num_updates
+    profiles: dict[str, Any] = {}
+    graph_result: dict[str, Any] = {}
+    if dev.type == "cuda":
+        # the graph first, in a fresh process: its first iteration pays compilation (torch_compile) and
+        # the eager warm-up and capture, as a run's first learner iteration does
+        from duorl.gpu.graphs import WholeCycleGraph
+
+        learner, sampler = setup()
+        graph = WholeCycleGraph(learner, extra_generators=[sampler.generator])
+        sync()
+        t0 = time.perf_counter()
+        graph.train_iteration(sampler.sample, n)  # compile, warm-up, capture and the first replay
+        sync()
+        graph_result["first_graph_iteration_s"] = round(time.perf_counter() - t0, 3)
+        graph_ms, graph_host_ms = _timed(lambda: graph.train_iteration(sampler.sample, n), iters, sync)
+        graph_result["graph_ms_per_iteration"] = _stats(graph_ms)
+        graph_result["graph_host_ms_per_iteration"] = _stats(graph_host_ms)
+        graph_result["graph"] = graph.state()
+        graph_result["torch_compile"] = bool(getattr(learner, "compiled", False))
+        if profile_iters:
+            profiles["graph"] = profile_kernels(lambda: graph.train_iteration(sampler.sample, n), profile_iters, sync)
+        # last, as it leaves the learner's host counters behind: what launching this many nodes costs the host
+        graph_result["graph_launch_ms"] = _stats(_timed(graph.launch_unchecked, iters, sync)[1])
+        graph.release()
+        del graph
+
+    learner, sampler = setup()
+    for _ in range(warmup):
+        learner.train_iteration(sampler.sample, n)
+    eager_ms, eager_host_ms = _timed(lambda: learner.train_iteration(sampler.sample, n), iters, sync)
+    if profile_iters and dev.type == "cuda":
+        profiles["eager"] = profile_kernels(lambda: learner.train_iteration(sampler.sample, n), profile_iters, sync)
+
+    result: dict[str, Any] = {
+        "command": command,
+        "date": _dt.datetime.now().isoformat(timespec="seconds"),
+        "device": str(dev),
+        "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "algo": algo,
+        "task": task or "g1_walk_dims",
+        "spec": {k: getattr(spec, k) for k in ("actor_obs_dim", "critic_obs_dim", "action_dim")},
+        "num_envs": n_envs,
+        "replay_ticks": ticks,
+        "batch_size": a.batch_size,
+        "updates_per_step": n,
+        "policy_frequency": a.policy_frequency,
+        "use_autocast": bool(a.use_autocast and dev.type == "cuda"),
+        "replay_sampling": "age_biased" if replay_age_bias(a) is not None else "uniform",
+        "synchronizer": "all_reduce" if data_parallel else synchronizer,
+        "iterations_timed": iters,
+        "eager_ms_per_iteration": _stats(eager_ms),
+        "eager_host_ms_per_iteration": _stats(eager_host_ms),
+        "graph_ms_per_iteration": None,
+        "graph_host_ms_per_iteration": None,
+        "graph_launch_ms": None,
+        "graph_speedup": None,
+        "first_graph_iteration_s": None,
+        "data_parallel": {"world_size": 1, "backend": "nccl" if dev.type == "cuda" else "gloo",
+                          "wire_dtype": cfg.training.dp_gradient_wire_dtype,
+                          "groups": synchronizers[-1].layout(),
+                          "allreduce_round_ms": round(synchronizers[-1].measure_ms(10), 4)} if synchronizers else None,
+    }
+    if algo == "sac":
+        result["networks"] = {"actor_hidden_dims": list(a.actor_hidden_dims), "critic_hidden_dims": list(a.critic_hidden_dims)}
+    else:
+        result["networks"] = {"actor": [a.actor_hidden_dim, a.actor_num_blocks], "critic": [a.critic_hidden_dim, a.critic_num_blocks],
+                              "block_expansion": a.block_expansion, "num_atoms": a.num_atoms}
+    if graph_result:
+        result.update(graph_result)
+        result["graph_speedup"] = round(
+            result["eager_ms_per_iteration"]["median"] / result["graph_ms_per_iteration"]["median"], 3
+        )
+        result["gpu_memory_max_allocated_gib"] = round(torch.cuda.max_memory_allocated(dev) / 2**30, 3)
+    if profiles:
+        flop = gemm_flop_per_iteration(fx, n)
+        result["profile"] = {arm: _summary_or_reason(kernels, flop) for arm, kernels in profiles.items()}
+    if group is not None:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()  # the graph that held NCCL work was released above
+    return result
+
+
+def _summary_or_reason(kernels: Any, flop: float) -> dict[str, Any]:
+    """A profile's summary, or why there is none (a profiler that saw no kernels of a graph replay must
+    not cost the timings beside it)."""
+    try:
+        return summarize(kernels, flop)
+    except RuntimeError as e:
+        return {"error": str(e)}
+
+
+def _world_of_one(dev: Any) -> Any:
+    """A process group of this process alone (NCCL on CUDA, gloo on the CPU) over a file store."""
+    import datetime
+    import tempfile
+
+    import torch
+    import torch.distributed as dist
+
+    store = tempfile.mkdtemp(prefix="duorl-bench-pg-")
+    kwargs = {"device_id": torch.device("cuda", dev.index if dev.index is not None else torch.cuda.current_device())} \
+        if dev.type == "cuda" else {}
+    dist.init_process_group("nccl" if dev.type == "cuda" else "gloo", init_method=f"file://{store}/store", rank=0,
+                            world_size=1, timeout=datetime.timedelta(seconds=300), **kwargs)
+    return dist.group.WORLD
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from duorl.config.schema import ALGOS
+
+    parser.add_argument("--algo", choices=ALGOS, default="sac", help="learner (default: sac)")
+    parser.add_argument("--task", default=None, help="task whose defaults and dimensions to use (default: none, "
+                        "the algorithm's defaults with the G1 walk dimensions 98/101/29)")
+    parser.add_argument("--iters", type=int, default=30, metavar="N", help="timed iterations per path (default: 30)")
+    parser.add_argument("--warmup", type=int, default=3, metavar="N", help="untimed eager iterations first (default: 3)")
+    parser.add_argument("--device", default=None, help="cuda, cuda:1 or cpu (default: cuda when visible)")
+    parser.add_argument("--replay-ticks", type=int, default=64, metavar="T", help="ticks in the replay ring (default: 64)")
+    parser.add_argument("--synchronizer", choices=("local", "null"), default="local",
+                        help="local: as a run on one device (flat gradient buffers, invalid steps skipped); null: the "
+                             "learner without a synchronizer, what the seam itself costs (default: local)")
+    parser.add_argument("--data-parallel", action="store_true",
+                        help="gradients through the data-parallel all-reduce of a world-size-1 process group (the DP "
+                             "whole-cycle graph and eager DP; training.dp_gradient_wire_dtype applies)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="CUDA: also profile N replayed graph iterations and N compiled eager ones kernel by kernel "
+                             "(kernels, time by kind, GEMM TFLOP/s, idle gaps; default: 0, no profile)")
+    parser.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON here")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.iters < 1 or args.warmup < 0 or args.profile < 0:
+        print("error: --iters must be >= 1, --warmup and --profile >= 0", file=sys.stderr)
+        return 2
+    from duorl.cli.bench.report import emit
+    from duorl.config.errors import ConfigError
+
+    from duorl.config.devices import check_device_flag
+
+    command = "duorl " + " ".join(getattr(args, "argv", None) or sys.argv[1:])
+    try:
+        check_device_flag(args.device)  # before anything is built: a CPU torch has no CUDA
+        if args.profile:
+            check_profile_device(args.device)
+        result = run_learner_bench(args.algo, args.task, list(args.overrides), args.iters, args.warmup, args.device,
+                                   args.replay_ticks, command=command, data_parallel=args.data_parallel,
+                                   synchronizer=args.synchronizer, profile_iters=args.profile)
+    except (ConfigError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    emit(result, args.out)
+    return 0

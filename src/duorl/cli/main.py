@@ -1,0 +1,492 @@
+"""`duorl train | metrics`: routing only. Work lives in duorl.config, duorl.cli.train and duorl.telemetry."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from duorl import __version__
+from duorl.config.schema import ALGOS, SIMS
+
+_SIM_NOTES = {
+    "mujoco": "MuJoCo's C library on CPU threads",
+    "mjwarp": "MuJoCo Warp: CUDA, or warp's CPU device",
+}
+
+
+class _LazyHelpParser(argparse.ArgumentParser):
+    """An ArgumentParser whose description is computed only when help is shown: listing tasks imports
+    the envs registry (torch, simulators), which `train` pays for anyway but `metrics` should not."""
+
+    lazy_description: Callable[[], str] | None = None
+
+    def format_help(self) -> str:
+        if self.lazy_description is not None:
+            self.description = self.lazy_description()
+            self.lazy_description = None
+        return super().format_help()
+
+
+def _train_description() -> str:
+    from duorl.config.catalog import available_tasks
+    from duorl.config.validate import BUILT_ALGOS
+
+    algos = ", ".join(a if a in BUILT_ALGOS else f"{a} (not built yet)" for a in ALGOS)
+    sims = "; ".join(f"{s} ({_SIM_NOTES.get(s, '')})" for s in SIMS)
+    return (
+        "Train a policy with one learner/collector duo.\n\n"
+        f"algorithms (--algo): {algos}\n"
+        f"tasks (--task):      {', '.join(available_tasks())}\n"
+        f"sims (--sim):        {sims}\n"
+        "                     default: mjwarp when a CUDA device is visible, else mujoco\n\n"
+        "Trailing key=value pairs override the configuration (order: schema < algo YAML < task YAML <\n"
+        "key=value). `duorl config --keys` lists every key; `duorl config --algo A --task T [key=value ...]`\n"
+        "prints the values a run would get and where each comes from. Quote values with brackets in a shell. e.g.\n"
+        "  duorl train --task pendulum_swingup algo.max_iterations=200 training.num_envs=32\n"
+        "  duorl train --algo sac --sim mujoco 'training.devices=[cpu]' 'algo.actor_hidden_dims=[256,256]'"
+    )
+
+
+def _add_run_choice(parser: argparse.ArgumentParser, what: str) -> None:
+    """--algo/--task/--sim as `duorl train` takes them (`what`: what the options choose for)."""
+    parser.add_argument("--algo", choices=ALGOS, default="sac", help=f"learner {what} (default: sac)")
+    parser.add_argument("--task", default="pendulum_swingup", help=f"task {what} (default: pendulum_swingup)")
+    parser.add_argument("--sim", choices=SIMS, default=None,
+                        help="physics backend (default: mjwarp when a CUDA device is visible, else mujoco)")
+
+
+def _add_config(sub: Any) -> None:
+    config = sub.add_parser(
+        "config", help="print the resolved configuration (or list every key)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Print the configuration `duorl train` would run with, as YAML, each value followed by its\n"
+                    "source: schema (config/schema.py), algo (defaults/algo/ALGO.yaml), task\n"
+                    "(defaults/task/TASK.yaml), override (key=value), --algo/--task/--sim, or auto (picked for\n"
+                    "this machine). The same checks as `duorl train` run first (exit 2 on a bad key or value).\n"
+                    "  duorl config --task g1_walk_flat training.num_envs=1024\n"
+                    "  duorl config --keys",
+    )
+    _add_run_choice(config, "whose defaults to resolve")
+    shown = config.add_mutually_exclusive_group()
+    shown.add_argument("--keys", action="store_true", help="list every key with its type, default and meaning")
+    shown.add_argument("--reference", action="store_true",
+                       help="print docs/configuration.md (the configuration reference, generated from the schema)")
+    config.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides, as for train")
+
+
+def _group(sub: Any, name: str, summary: str, description: str, dest: str, metavar: str = "ACTION") -> Any:
+    """A command made of sub-commands (`duorl mps start`): its own help page, and the sub-parsers action."""
+    group = sub.add_parser(name, help=summary, description=description)
+    return group.add_subparsers(dest=dest, metavar=metavar, title=f"{metavar.lower()}s")
+
+
+def _add_mps(sub: Any) -> None:
+    mps_sub = _group(sub, "mps", "manage a CUDA MPS daemon duorl owns",
+                     "A CUDA MPS control daemon in directories duorl owns (~/.cache/duorl/mps/NAME, or "
+                     "$DUORL_MPS_HOME/NAME), for training.cuda_process_sharing=mps (docs/mps.md). duorl never "
+                     "changes GPU settings and stops only daemons it started.", "mps_command")
+    actions = {
+        "start": ("start a daemon for the visible GPUs",
+                  "Start nvidia-cuda-mps-control -d with its pipe and log directories under NAME, wait until it "
+                  "answers, and print the CUDA_MPS_PIPE_DIRECTORY to export for duorl train. One daemon serves "
+                  "every visible GPU (a data-parallel run's ranks on this host share it); CUDA_VISIBLE_DEVICES=i "
+                  "with --name gpu<i> starts one per GPU. Refused with MIG."),
+        "status": ("print the daemon's servers and their clients as JSON",
+                   "Print whether the daemon recorded under NAME runs, and each MPS server's client PIDs, as JSON."),
+        "stop": ("stop the daemon duorl started under NAME",
+                 "Stop the daemon recorded under NAME (exit 1 when duorl started none there); never another one, "
+                 "and not while it serves clients (other runs) unless --force."),
+        "doctor": ("check every prerequisite of training.cuda_process_sharing=mps",
+                   "Check, in order, what MPS mode needs for a learner and a collector on cuda:0 (Linux, CUDA, one "
+                   "GPU, a live control socket, a daemon that answers) and print the fix for the first unmet one; "
+                   "exit 1 if one is unmet. Uses CUDA_MPS_PIPE_DIRECTORY, else NAME's daemon, else /tmp/nvidia-mps."),
+    }
+    for action, (short, long) in actions.items():
+        p = mps_sub.add_parser(action, help=short, description=long)
+        p.add_argument("--name", default="default", help="daemon name (default: default)")
+        if action == "stop":
+            p.add_argument("--force", action="store_true", help="stop it even while it serves clients")
+
+
+def _add_assets(sub: Any) -> None:
+    assets_sub = _group(sub, "assets", "fetch a robot model into the local cache",
+                        "Fetch robot models into duorl's cache (they are never vendored).", "robot", "ROBOT")
+    g1 = assets_sub.add_parser(
+        "g1", help="the Unitree G1 (29 DoF), from the mjlab wheel",
+        description="Fetch the Unitree G1 model: `pip download --no-deps` of the mjlab wheel, then only the model "
+                    "file and its meshes are extracted into duorl's cache (~/.cache/duorl/assets/g1, or "
+                    "$DUORL_CACHE_DIR/assets/g1). Not needed with task.robot_xml, DUORL_G1_XML or an installed mjlab.",
+    )
+    g1.add_argument("--no-meshes", action="store_true", help="only the model file (training needs no meshes)")
+    g1.add_argument("--force", action="store_true", help="fetch again even if the cache is filled")
+    g1.add_argument("--wheel", default=None, metavar="PATH", help="extract from this mjlab wheel (default: download it)")
+    g1.add_argument("--if-missing", action="store_true",
+                    help="do nothing if a model is already found (DUORL_G1_XML, mjlab, or the cache)")
+
+
+def _add_motion(sub: Any) -> None:
+    motion_sub = _group(sub, "motion", "reference motion clips", "Reference motion clips for g1_motion_tracking.",
+                        "motion_command")
+    synth = motion_sub.add_parser(
+        "synth", help="write the synthetic G1 clip",
+        description="Write a physically sensible G1 clip (feet planted, joints in range, smooth, consistent "
+                    "velocities) in the .npz clip format; it is g1_motion_tracking's default clip.",
+    )
+    synth.add_argument("out", metavar="OUT.npz", help="output file")
+    synth.add_argument("--seconds", type=float, default=10.0, help="duration (default: 10)")
+    synth.add_argument("--fps", type=float, default=50.0, help="frames per second (default: 50)")
+    synth.add_argument("--robot-xml", default=None, metavar="PATH", help="G1 model file (default: the usual lookup)")
+
+    def clip_source(p: argparse.ArgumentParser, metavar: str) -> None:  # what import and inspect read
+        p.add_argument("src", metavar=metavar, help="the clip file")
+        p.add_argument("--format", default=None, choices=("canonical", "holosoma", "csv"),
+                       help="canonical, holosoma, csv (default: detected)")
+        p.add_argument("--fps", type=float, default=None,
+                       help="the source's frame rate (overrides the file's; a .csv has none: 30 if not given)")
+        p.add_argument("--robot-xml", default=None, metavar="PATH", help="G1 model file (default: the usual lookup)")
+
+    imp = motion_sub.add_parser(
+        "import", help="convert a retargeted clip to the canonical .npz",
+        description="Read a G1 clip (canonical .npz, holosoma .npz, mjlab/LAFAN1 .csv), check it, and write the "
+                    "canonical .npz: joints in model order, body arrays by forward kinematics on duorl's G1, "
+                    "velocities by finite differences. Errors name the field and the likely cause (docs/motion.md).",
+    )
+    clip_source(imp, "SRC")
+    imp.add_argument("out", metavar="OUT.npz", help="output file")
+    imp.add_argument("--out-fps", type=float, default=None, help="resample the output (default: the source's rate)")
+    insp = motion_sub.add_parser(
+        "inspect", help="report on a clip: ranges, floor contact, consistency, problems",
+        description="Frames, fps, duration, joint ranges against the limits, floor penetration and foot heights, "
+                    "the consistency of stored arrays with the poses, the action reach and every check's finding; "
+                    "exit 2 if the clip cannot be used.",
+    )
+    clip_source(insp, "CLIP")
+    insp.add_argument("--plot", default=None, metavar="OUT.png", help="also draw root path, heights and joints")
+    insp.add_argument("--action-range", default="joint_limits", choices=("pd", "joint_limits"),
+                      help="warn if this task.action_range cannot reach a frame (default: joint_limits)")
+
+
+def _add_bench(sub: Any) -> None:
+    from duorl.cli.bench.collector import add_arguments as _bench_collector_arguments
+    from duorl.cli.bench.corun import add_arguments as _bench_corun_arguments
+    from duorl.cli.bench.learner import add_arguments as _bench_learner_arguments
+    from duorl.cli.bench.mps_matrix import IGNORE_FIRST, REPORT_LAST
+
+    bench_sub = _group(sub, "bench", "benchmarks", "Benchmarks that print (and write) JSON.", "bench_command",
+                       "BENCHMARK")
+    bench_learner = bench_sub.add_parser(
+        "learner", help="ms per learner iteration, eager vs whole-cycle CUDA graph",
+        description="Milliseconds per learner iteration on the current device, eager and (on CUDA) replayed as a "
+                    "whole-cycle CUDA graph, with random replay. Options come before key=value overrides.",
+    )
+    _bench_learner_arguments(bench_learner)
+    bench_collector = bench_sub.add_parser(
+        "collector", help="collector-only env steps/s, eager ticks vs one CUDA graph per tick",
+        description="Runs the collector's tick (policy, noise, physics, rewards, resets, replay write) without a learner "
+                    "and reports collector_env_steps_per_s per env count, eager and (CUDA envs) graph-captured. "
+                    "Without --sim and --num-envs it picks what fits the machine (with a GPU: mjwarp, 4096 envs; "
+                    "without: mujoco, 64 envs) and says so on stderr. Options come before key=value overrides.",
+    )
+    _bench_collector_arguments(bench_collector)
+    bench_corun = bench_sub.add_parser(
+        "corun", help="learner and collector alone and at once (without and with MPS): the co-run capacity bound",
+        description="Times the learner's iteration and the collector's tick, each in its own process: alone, both at "
+                    "once, and both under a CUDA MPS daemon it starts and stops itself (CUDA), over the same window. "
+                    "Reports the co-run capacity bound (the alone times' sum over the slower side's co-run time) and "
+                    "MPS's gain. Options come before key=value overrides.",
+    )
+    _bench_corun_arguments(bench_corun)
+    bench_mps = bench_sub.add_parser(
+        "mps", help="env steps/s with CUDA MPS off vs on (needs a running daemon: duorl mps start)",
+        description="Runs identical `duorl train` commands with training.cuda_process_sharing null and mps, "
+                    f"interleaved; reports per arm the mean of the last {REPORT_LAST} iterations (the first "
+                    f"{IGNORE_FIRST} ignored) and throughput_gain, as JSON.",
+    )
+    _add_run_choice(bench_mps, "of every run")
+    bench_mps.add_argument("--iterations", type=int, default=300, metavar="N",
+                           help=f"iterations per run, >= {IGNORE_FIRST + REPORT_LAST} (default: 300)")
+    bench_mps.add_argument("--repeats", type=int, default=2, metavar="N", help="runs per arm (default: 2)")
+    bench_mps.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON here")
+    bench_mps.add_argument("overrides", nargs="*", metavar="key=value", help="passed to every duorl train run")
+    bench_dp = bench_sub.add_parser(
+        "dp", help="data-parallel scaling: world size 1 vs N, efficiency (exit 1 below 0.70)",
+        description="Runs identical `duorl train` commands at world size 1 (the first device, through the launcher) "
+                    "and N (every device of --devices; with one device, the plain run against world size 1), "
+                    "interleaved; reports per world size the mean of the last "
+                    "--report-last iterations (the first --ignore-first ignored), the per-rank jitter and "
+                    "efficiency = throughput_N / (N x throughput_1), as JSON; exits 1 below 0.70.",
+    )
+    _add_run_choice(bench_dp, "of every run")
+    bench_dp.add_argument("--devices", required=True, metavar="D0,D1,...",
+                          help="devices to scale over, as training.devices entries (e.g. 0,1 or cpu,cpu)")
+    bench_dp.add_argument("--iterations", type=int, default=300, metavar="N", help="iterations per run (default: 300)")
+    bench_dp.add_argument("--repeats", type=int, default=1, metavar="N", help="runs per world size (default: 1)")
+    bench_dp.add_argument("--ignore-first", type=int, default=IGNORE_FIRST, metavar="N",
+                          help=f"iterations ignored at the start of each run (default: {IGNORE_FIRST})")
+    bench_dp.add_argument("--report-last", type=int, default=REPORT_LAST, metavar="N",
+                          help=f"iterations averaged at the end of each run (default: {REPORT_LAST})")
+    bench_dp.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON here")
+    bench_dp.add_argument("overrides", nargs="*", metavar="key=value", help="passed to every duorl train run")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="duorl", description="Off-policy RL on many MuJoCo environments. "
+                                     "Every command has its own --help.")
+    parser.add_argument("--version", action="version", version=f"duorl {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=_LazyHelpParser)
+
+    train = sub.add_parser(
+        "train", help="train a policy", formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    assert isinstance(train, _LazyHelpParser)
+    train.lazy_description = _train_description
+    _add_run_choice(train, "to train")
+    train.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
+    _add_config(sub)
+
+    metrics = sub.add_parser(
+        "metrics", help="mean of the last N logged iterations of a run",
+        description="Mean of every numeric field over the last N rows of RUN_DIR/metrics.jsonl.",
+    )
+    metrics.add_argument("run_dir", metavar="RUN_DIR", help="run directory (or its metrics.jsonl)")
+    metrics.add_argument("--last", type=int, default=100, metavar="N", help="rows to average (default: 100)")
+    metrics.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+
+    play = sub.add_parser(
+        "play", help="evaluate a run's policy deterministically",
+        description="Deterministic evaluation of a run's latest (or a chosen) checkpoint: N episodes of its task.",
+    )
+    play.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+    play.add_argument("--episodes", type=int, default=8, metavar="N", help="episodes (default: 8)")
+    play.add_argument("--checkpoint", default=None, metavar="PATH", help="a checkpoint file (default: the latest)")
+    play.add_argument("--video", default=None, metavar="OUT.mp4", help="record episode 0 (needs OpenGL; default: none)")
+    play.add_argument("--json", action="store_true", help="print a JSON object")
+
+    _add_mps(sub)
+    _add_assets(sub)
+    _add_motion(sub)
+    _add_bench(sub)
+    return parser
+
+
+def _error(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) -> int:
+    from duorl.config.errors import InputRefused
+    from duorl.config.load import load_config
+    from duorl.distributed.launch import rank_env
+
+    renv = rank_env()
+    try:
+        if renv is not None:
+            # a data-parallel rank: narrow the visible devices to its own entry before CUDA initialises
+            from duorl.distributed.launch import narrow_visible_devices, nvml_gpu_count, rank_device_entry
+
+            shape = load_config(args.algo, args.task, args.sim, overrides, probe_devices=False)
+            narrow_visible_devices(rank_device_entry(shape.training.devices, shape.sim.name, renv, nvml_gpu_count()))
+        cfg = load_config(args.algo, args.task, args.sim, overrides)
+        from duorl.config.switches import data_parallel_enabled
+
+        if renv is None and data_parallel_enabled(cfg, launched_rank=False):
+            return _launch_data_parallel(cfg, argv)
+        from duorl.cli.train import train  # the runtime, imported only once the config is known good
+
+        return int(train(cfg) or 0)
+    except InputRefused as e:  # ConfigError, also raised by the runtime's late checks (e.g. resolve_device)
+        return _error(str(e))
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, as asked (docs/exit_codes.md)
+        print("duorl: interrupted", file=sys.stderr)
+        return 0
+
+
+def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
+    """One rank per entry of training.devices, each running this very command (distributed.launch); the run
+    directory is named here so that the launcher can read the run's outcome."""
+    from duorl.distributed.launch import launch
+    from duorl.telemetry.run_directory import default_run_dir
+
+    from duorl.cli.preflight import check_log_dir
+
+    check_log_dir(cfg)  # an existing or uncreatable run directory is refused before any rank starts
+    argv = list(argv)
+    run_dir = cfg.training.log_dir
+    if run_dir is None:
+        run_dir = str(default_run_dir(cfg))
+        argv.append(f"training.log_dir={run_dir}")
+    return launch(argv, len(cfg.training.devices or [None]), run_dir)
+
+
+def _cmd_config(args: argparse.Namespace, overrides: list[str]) -> int:
+    from duorl.config.errors import ConfigError
+    from duorl.config.reference import keys_text, markdown, resolved_listing
+
+    flag = "--keys" if args.keys else "--reference" if args.reference else None
+    if flag and overrides:
+        return _error(f"{flag} describes the schema and takes no key=value (got {' '.join(overrides)}): drop them or {flag}")
+    try:
+        text = keys_text() if args.keys else markdown() if args.reference else \
+            resolved_listing(args.algo, args.task, args.sim, overrides)
+    except ConfigError as e:
+        return _error(str(e))
+    print(text, end="")
+    return 0
+
+
+def _fmt(v: float) -> str:
+    if math.isnan(v) or math.isinf(v):
+        return str(v)
+    return f"{v:.0f}" if abs(v) >= 1e6 else f"{v:.6g}"
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    from duorl.telemetry.metrics_file import read_metrics, summary_of_last
+
+    run_dir = Path(args.run_dir)
+    path = run_dir if run_dir.is_file() else run_dir / "metrics.jsonl"
+    if args.last < 1:
+        return _error(f"--last={args.last}: must be >= 1. Fix: e.g. --last 100")
+    if not run_dir.exists():
+        return _error(f"run directory {run_dir} does not exist. Fix: give the directory `duorl train` printed")
+    if not path.is_file():
+        return _error(f"{path} not found. Fix: wait for the run's first logged iteration, or give the run's directory")
+    notes: list[str] = []
+    try:
+        rows = read_metrics(path, notes)
+    except (OSError, ValueError) as e:
+        return _error(f"{e}. Fix: give a run directory or its metrics.jsonl")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    if not rows:
+        return _error(f"{path} has no rows yet. Fix: wait for the run's first logged iteration")
+    summary: dict[str, Any] = {"run_dir": str(run_dir), **summary_of_last(rows, args.last)}
+
+    if args.json:
+        # NaN/Infinity are not JSON: a mean that is not finite becomes null
+        summary["mean"] = {k: (v if math.isfinite(v) else None) for k, v in summary["mean"].items()}
+        print(json.dumps(summary, indent=2))
+        return 0
+    first, last = summary["iterations"]
+    print(f"{run_dir}: mean of the last {summary['n']} logged iterations ({first}..{last})")
+    means: dict[str, float] = summary["mean"]
+    if means:
+        width = max(len(k) for k in means)
+        values = {k: _fmt(v) for k, v in means.items()}
+        vwidth = max(len(s) for s in values.values())
+        for k, s in values.items():
+            print(f"  {k.ljust(width)}  {s.rjust(vwidth)}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # the reader went away (`duorl config --keys | head`): not our failure, and no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        # parse_known_args: key=value pairs may come after options (`train --sim mujoco a=1 --algo sac b=2`)
+        args, extras = parser.parse_known_args(argv)
+        unknown = [x for x in extras if x.startswith("-") or args.command not in ("train", "config")]
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    except SystemExit as e:  # argparse exits for --help, --version and usage errors
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    if args.command == "train":
+        from duorl.distributed.launch import rank_env
+        from duorl.runtime.stop_signals import stop_signals
+
+        # before anything slow: an early Ctrl-C is a stop request too (a rank's second one is the launcher's)
+        with stop_signals(escalate=rank_env() is None):
+            return _cmd_train(args, list(args.overrides) + extras, argv)
+    if args.command == "config":
+        return _cmd_config(args, list(args.overrides) + extras)
+    if args.command == "metrics":
+        return _cmd_metrics(args)
+    if args.command == "mps" and args.mps_command:
+        from duorl.mps.daemon import mps_main
+
+        return mps_main(args.mps_command, args.name, getattr(args, "force", False))
+    if args.command == "play":
+        from duorl.cli.play import play_main
+
+        return play_main(args.run_dir, args.episodes, args.checkpoint, args.video, args.json)
+    if args.command == "assets" and args.robot:
+        from duorl.envs.g1.assets import assets_command
+
+        return assets_command(args.robot, meshes=not args.no_meshes, force=args.force, wheel=args.wheel,
+                              if_missing=args.if_missing)
+    if args.command == "motion" and args.motion_command == "synth":
+        from duorl.config.errors import InputRefused
+        from duorl.envs.motion.synth import synth_command
+        from duorl.cli.preflight import check_output_file
+
+        try:
+            check_output_file(args.out, "OUT.npz")  # before the clip is computed; nothing is written
+        except InputRefused as e:
+            return _error(str(e))
+        return synth_command(args.out, args.seconds, args.fps, args.robot_xml)
+    if args.command == "motion" and args.motion_command == "import":
+        from duorl.envs.motion.commands import import_command
+
+        return import_command(args.src, args.out, args.format, args.fps, args.out_fps, args.robot_xml)
+    if args.command == "motion" and args.motion_command == "inspect":
+        from duorl.envs.motion.commands import inspect_command
+
+        return inspect_command(args.src, args.format, args.fps, args.plot, args.robot_xml, args.action_range)
+    if args.command == "bench" and args.bench_command == "mps":
+        from duorl.cli.bench.mps_matrix import bench_mps_main
+
+        return bench_mps_main(args.algo, args.task, args.sim, args.iterations, args.repeats, args.out, list(args.overrides))
+    if args.command == "bench" and args.bench_command == "dp":
+        from duorl.cli.bench.dp_scaling import bench_dp_main
+
+        return bench_dp_main(args.algo, args.task, args.sim, args.devices, args.iterations, args.repeats,
+                             args.ignore_first, args.report_last, args.out, list(args.overrides))
+    if args.command == "bench" and args.bench_command == "collector":
+        from duorl.cli.bench.collector import main as bench_collector_main
+
+        args.argv = argv
+        return bench_collector_main(args)
+    if args.command == "bench" and args.bench_command == "corun":
+        from duorl.cli.bench.corun import main as bench_corun_main
+
+        args.argv = argv
+        return bench_corun_main(args)
+    if args.command == "bench" and args.bench_command == "learner":
+        from duorl.cli.bench.learner import main as bench_learner_main
+
+        args.argv = argv
+        return bench_learner_main(args)
+    # a command group without its action (`duorl mps`, `duorl bench`): that group's help
+    group = _subparser(parser, [args.command] if args.command else [])
+    group.print_help(sys.stderr)
+    return 2
+
+
+def _subparser(parser: argparse.ArgumentParser, path: list[str]) -> argparse.ArgumentParser:
+    """The parser of `duorl PATH...` (the top-level parser for an empty path)."""
+    for name in path:
+        parser = subcommands(parser)[name]
+    return parser
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The sub-parsers of `parser` by name (none for a leaf command)."""
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps its sub-parsers only here
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            return dict(action.choices)
+    return {}

@@ -1,0 +1,88 @@
+"""Everything a run can refuse that the configuration's own checks cannot see, checked before the run
+directory exists (DESIGN.md §8): the task's own check of its inputs (the G1 tasks: the model builds
+into a G1; a reference clip is checked just before, by envs/motion/load.check_motion_file), the debug
+hooks' names and the run directory's path. A refusal is one line naming the key or file, the value and the fix; `duorl train` exits 2 and
+leaves nothing behind (docs/exit_codes.md). The checkpoint of `training.resume` is checked next, when
+train.py loads it (duorl/cli/resume.py), still before the directory exists.
+
+The task hook: an unbound task may define `check() -> list[str] | None` (or `validate()`), which raises
+a ConfigError for input it cannot use and returns warnings; it runs here, in the learner, before any
+process is spawned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from duorl.config.errors import ConfigError, InputRefused
+from duorl.config.schema import Config
+
+
+@dataclass(frozen=True)
+class Preflight:
+    problem: str | None = None  # the refusal, one line (None: the run may start)
+    warnings: list[str] = field(default_factory=list)
+
+
+def task_check(task: Any) -> list[str]:
+    """Run the unbound task's own check (`check()` or `validate()`, if it has one); its warnings."""
+    check = getattr(task, "check", None) or getattr(task, "validate", None)
+    if check is None:
+        return []
+    return [str(w) for w in (check() or [])]
+
+
+def _check_slow_phase(cfg: Config) -> None:
+    from duorl.runtime.heartbeat import PHASES, known_phase
+
+    v = cfg.debug.slow_phase
+    if v is not None and not known_phase(v):
+        names = "; ".join(f"{side}: {', '.join(p)}" for side, p in PHASES.items())
+        raise ConfigError("debug.slow_phase", v, "names no phase of that process", names,
+                          "e.g. debug.slow_phase='learner:writing a checkpoint', or remove the key")
+
+
+def check_log_dir(cfg: Config) -> None:
+    """training.log_dir (or the default run directory) does not exist yet and can be created."""
+    from duorl.telemetry.run_dir_claim import check_new_run_dir
+    from duorl.telemetry.run_directory import default_run_dir
+
+    log_dir = cfg.training.log_dir
+    check_new_run_dir(log_dir if log_dir else default_run_dir(cfg), default=not log_dir)
+
+
+def preflight(cfg: Config, task: Any, lead: bool = True) -> Preflight:
+    """The checks above, in order; `lead`: this process will create the run directory (rank 0)."""
+    try:
+        _check_slow_phase(cfg)
+        warnings = task_check(task)
+        if lead:
+            check_log_dir(cfg)
+    except InputRefused as e:
+        return Preflight(problem=str(e))
+    return Preflight(warnings=warnings)
+
+
+def check_output_file(path: str, what: str) -> None:
+    """A command's output file can be written (its folder exists, or can be made, and takes a file;
+    the path is no folder). Creates nothing. ConfigError naming `what`=path otherwise."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    fix = f"give {what} a path in a writable folder"
+    if p.is_dir():
+        raise ConfigError(what, path, "is a folder", "a file path", fix)
+    ancestor = p.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(what, path, f"cannot be written: {ancestor} is a file", "a file path", fix)
+    probe = ancestor / f".{p.name}.probe-{os.getpid()}"
+    try:
+        with open(probe, "x"):
+            pass
+    except OSError as e:
+        raise ConfigError(what, path, f"cannot be written in {ancestor} ({e.strerror or e})", "a file path", fix) from None
+    probe.unlink()

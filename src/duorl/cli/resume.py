@@ -1,0 +1,177 @@
+"""`training.resume`: find the checkpoint, check that this run's config can continue it, and turn it
+into the learner's and the runtime's state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from duorl.config.errors import ConfigError, format_value
+from duorl.config.keys import flatten
+from duorl.runtime.checkpoint import CheckpointError, checkpoint_files, latest_checkpoint, load_checkpoint
+from duorl.runtime.duo import ResumeState
+
+# keys a resumed run may change: where and how long it runs, how it reports, and test hooks; every
+# other key shapes the learner, the replay or the envs and must match the checkpoint
+MAY_DIFFER = (
+    "training.log_dir",
+    "training.resume",
+    "training.log_interval",
+    "training.progress",
+    "training.torch_threads",
+    "training.checkpoint_replay",
+    "training.export_onnx",
+    "training.no_play",
+    "training.devices",  # which devices; the world size itself must match (load_resume checks it)
+    "training.data_parallel",
+    "training.dp_gradient_wire_dtype",
+    "training.dp_timeout_s",
+    "training.dp_startup_timeout_s",
+    "algo.max_iterations",
+    "algo.save_interval",
+    "sim.nthread",
+    "sim.tick_cuda_graph",  # a captured tick launches the same kernels as an eager one
+    "sim.tick_compile",  # fused kernels compute the same step (to float rounding) from the same state
+    "sim.solver_early_exit",  # skips only solver iterations in which every world has converged
+    "training.max_wall_minutes",
+    "training.stall_timeout_s",
+    "training.stall_compile_timeout_s",
+    "training.wait_report_s",
+    "training.wandb",  # training.wandb* (a prefix, as debug.): reporting only
+    "debug.",
+)
+# what a checkpoint is of: when these differ, every other mismatch follows from them (named first)
+IDENTITY = ("task.name", "algo.name")
+
+
+def config_mismatches(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Keys (dotted) whose values differ and may not, as 'key: checkpoint=A, now=B'."""
+    a, b = flatten(saved), flatten(current)
+    out = []
+    for key in sorted(set(a) | set(b)):
+        if key.startswith(MAY_DIFFER):
+            continue
+        if a.get(key) != b.get(key):
+            out.append(f"{key}: checkpoint={a.get(key)!r}, now={b.get(key)!r}")
+    return out
+
+
+def missing_task_state(collector: dict[str, Any] | None, expected: tuple[str, ...]) -> list[str]:
+    """The task-state entries this version's task restores (`expected`) that the checkpoint's collector
+    snapshot lacks: a checkpoint written before the task kept them."""
+    task_state = ((collector or {}).get("env") or {}).get("task")
+    if task_state is None:
+        return []
+    return [k for k in expected if k not in task_state]
+
+
+def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tuple[str, ...] = (),
+                world_size: int = 1) -> tuple[Path, dict[str, Any], list[ResumeState]]:
+    """Returns (checkpoint path, the learner's state, the runtime's resume state of every rank); raises
+    ConfigError naming the mismatching keys when the config cannot continue this checkpoint, a world
+    size other than the checkpoint's, or the task-state entries (`task_state_keys`, what this
+    version's task restores) the checkpoint lacks."""
+    path: Path | None = None
+    try:
+        path = latest_checkpoint(Path(resume))
+        data = load_checkpoint(path)
+    except CheckpointError as e:
+        raise _unreadable(resume, e, path) from None
+    saved = data.get("config")
+    if saved is None:
+        raise ConfigError("training.resume", resume, f"checkpoint {path} holds no config", "a duorl checkpoint",
+                          "resume from a checkpoint written by duorl train")
+    _check_identity(resume, path, saved, current_config)
+    runtime = data["runtime"]
+    ranks = runtime.get("ranks") or [runtime]  # a data-parallel checkpoint holds every rank's state
+    saved_world = int(runtime.get("world_size", len(ranks)))
+    if saved_world != world_size:
+        raise ConfigError(
+            "training.resume", resume,
+            f"{path} was written by a run of world size {saved_world}, and this run has world size {world_size}",
+            f"a run of world size {saved_world}",
+            f"resume with {saved_world} device(s) in training.devices (one rank each), or start a new run",
+        )
+    _check_keys(resume, path, saved, current_config)
+    missing = sorted({k for r in ranks for k in missing_task_state(r.get("collector"), task_state_keys)})
+    if missing:
+        task = current_config.get("task", {}).get("name")
+        raise ConfigError(
+            "training.resume", resume,
+            f"{path} was written by an older duorl: its {task} task state lacks {', '.join(missing)}, which "
+            "this version's task restores", "a checkpoint written by this duorl version",
+            "start a new run, or resume it with the duorl version that wrote it",
+        )
+    _check_iterations(path, int(data["header"]["iteration"]), current_config)
+    states = [
+        ResumeState(
+            iteration=int(data["header"]["iteration"]),
+            replay_generator=r["replay_generator"],
+            collector=r.get("collector"),
+            replay=r.get("replay"),
+            replay_origin=int(r.get("replay_origin", 0)),
+        )
+        for r in ranks
+    ]
+    return path, data["learner"], states
+
+
+def _unreadable(resume: str, e: CheckpointError, bad: Path | None) -> ConfigError:
+    """The checkpoint (or its latest.json) cannot be read: the fix names another one of that run."""
+    r = Path(resume)
+    folder = r.parent if r.is_file() else (r / "checkpoints" if (r / "checkpoints").is_dir() else r)
+    others = [n for n in checkpoint_files(r) if bad is None or n != bad.name]
+    fix = (f"resume from another checkpoint of that run, e.g. training.resume={folder / others[-1]} (there: "
+           f"{', '.join(others)})") if others else "resume from another run, or start a new run without training.resume"
+    return ConfigError("training.resume", resume, str(e), "a readable duorl checkpoint", fix)
+
+
+def _check_identity(resume: str, path: Path, saved: dict[str, Any], current: dict[str, Any]) -> None:
+    """A checkpoint of another task or algorithm: the cause, named before anything that follows from it."""
+    a, b = flatten(saved), flatten(current)
+    if all(a.get(k) == b.get(k) for k in IDENTITY):
+        return
+    more = len(config_mismatches(saved, current)) - sum(a.get(k) != b.get(k) for k in IDENTITY)
+    then, now = (f"--task {x.get('task.name')} --algo {x.get('algo.name')}" for x in (a, b))
+    raise ConfigError(
+        "training.resume", resume,
+        f"{path} was written by a {then} run, and this run is {now}"
+        + (f" ({more} more keys differ with it)" if more > 0 else ""),
+        f"a checkpoint of a {now} run",
+        f"resume it with {then} (the checkpoint's), or start a new run without training.resume",
+    )
+
+
+def _check_keys(resume: str, path: Path, saved: dict[str, Any], current: dict[str, Any]) -> None:
+    """Keys that shape the learner, the replay or the envs must be the checkpoint's; the fix sets them."""
+    bad = config_mismatches(saved, current)
+    if not bad:
+        return
+    a = flatten(saved)
+    keys = [line.split(":", 1)[0] for line in bad]
+    newer = [k for k in keys if k not in a]
+    if newer:
+        raise ConfigError(
+            "training.resume", resume, f"{path} was written by an older duorl, without {', '.join(newer)}",
+            "a checkpoint written by this duorl version", "start a new run, or resume it with the duorl version that wrote it",
+        )
+    sets = " ".join(f"{k}={format_value(a[k])}" for k in keys)
+    raise ConfigError(
+        "training.resume", resume, f"this config cannot continue {path}: " + "; ".join(bad),
+        "the checkpoint's values for these keys",
+        f"set them to the checkpoint's values: {sets} (a resumed run may change only where and how long it runs "
+        "and how it reports: duorl/cli/resume.py MAY_DIFFER)",
+    )
+
+
+def _check_iterations(path: Path, iteration: int, current: dict[str, Any]) -> None:
+    """A resumed run trains from the checkpoint's iteration up to algo.max_iterations: none left would
+    'complete' having trained nothing."""
+    target = current.get("algo", {}).get("max_iterations")
+    if isinstance(target, int) and target <= iteration:
+        raise ConfigError(
+            "algo.max_iterations", target,
+            f"the checkpoint {path} is at iteration {iteration}, and a resumed run trains from there up to "
+            "algo.max_iterations: nothing would be trained", f"integers > {iteration}",
+            f"set algo.max_iterations to the total wanted, more than {iteration}, e.g. algo.max_iterations={2 * iteration}",
+        )

@@ -1,0 +1,499 @@
+"""`duorl train`: wire a validated Config into one duo (one rank of a data-parallel run) and a run directory.
+
+This is the application layer: it alone knows the concrete algorithm and task registries, and hands
+the runtime plain factories (DESIGN.md §1). Without data parallel one process runs the whole job. As
+a rank (started by `duorl.distributed.launch` or torchrun), the process first agrees with its peers on the
+configuration, the MPS verdicts, the checkpoint and the memory it needs, all before any collector
+starts; rank 0 alone holds the run directory.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from duorl.config.devices import resolve_device
+from duorl.config.errors import ConfigError, InputRefused
+from duorl.config.load import config_to_dict
+from duorl.config.schema import Config
+from duorl.config.switches import Switches, resolve_switches
+from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
+from duorl.config.seeding import derive_seed
+
+
+def replay_age_bias(algo: Any) -> Any:
+    """The runtime's AgeBias for algo.decay_step > 0 (WarpSAC), else None (uniform replay)."""
+    if algo.decay_step <= 0:
+        return None
+    from duorl.runtime.replay import AgeBias
+
+    return AgeBias(algo.decay_step, algo.replay_min_weight, algo.replay_num_buckets)
+
+
+def train(cfg: Config) -> int:
+    """Run one training job, or this process's rank of it; returns the exit code (0 completed or
+    interrupted, 1 failed, 2 refused)."""
+    from duorl.distributed.launch import rank_env
+
+    renv = rank_env()
+    tr = cfg.training
+    mps = MpsSession(tr.cuda_process_sharing, rank=renv.rank if renv else 0, world_size=renv.world_size if renv else 1,
+                     local_rank=renv.local_rank if renv else 0)
+    mps.prepare_environment()  # before CUDA initialises: the collector inherits the pipe directory
+    device = torch.device(resolve_device(cfg))
+    if renv is None:
+        return _train(cfg, device, mps, None)
+
+    from duorl.distributed.group import DistContext, RankRefusal
+    from duorl.distributed.launch import record_rank_failure
+    from duorl.runtime.coordination import RankLost
+
+    ctx = DistContext.initialize(renv, device, tr.dp_timeout_s, tr.dp_startup_timeout_s)
+    try:
+        code = _train(cfg, device, mps, ctx)
+    except InputRefused as e:
+        # every rank refuses together (RankRefusal) or this rank found its input wrong
+        msg = str(e)
+        if renv.rank == 0 or not isinstance(e, RankRefusal):
+            print(f"error: {msg}", file=sys.stderr, flush=True)
+        record_rank_failure(msg, "input")
+        _exit_now(2)
+    except RankLost as e:
+        print(f"duorl: {e}", file=sys.stderr, flush=True)
+        record_rank_failure(str(e), "peer rank", secondary=True)
+        _exit_now(1)
+    except BaseException as e:
+        msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
+        record_rank_failure(msg, "learner")
+        raise
+    if code == 0:
+        ctx.destroy()  # every graph holding NCCL work went with the duo
+        return 0
+    # a failed rank leaves without collectives: its peers are elsewhere, and the launcher ends them
+    _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """Leave a rank at once, skipping teardown that could wait on a lost peer (NCCL, gloo)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
+    from duorl.algos.registry import make_actor, make_learner
+    from duorl.envs.registry import make_task, make_vec_env
+    from duorl.runtime.coordination import Solo
+    from duorl.runtime.duo import Duo, DuoSettings, StartRefused
+    from duorl.runtime.heartbeat import StallBounds
+    from duorl.runtime.memory import replay_memory_problem
+    from duorl.runtime.replay import ReplayLayout
+    from duorl.cli.preflight import preflight
+    from duorl.runtime.stop_signals import early_stop_signal
+    from duorl.telemetry.run_dir_claim import claim_run_dir
+    from duorl.telemetry.run_directory import RunDirectory, default_run_dir
+    from duorl.telemetry.summary import device_record, host_record, package_versions, write_json_atomic
+
+    t0 = time.perf_counter()
+    from duorl.envs.motion.load import check_motion_file
+
+    tr, algo = cfg.training, cfg.algo
+    rank, world = (ctx.rank, ctx.world_size) if ctx is not None else (0, 1)
+    lead = rank == 0
+    # a clip that cannot be used fails here, first (every rank's collector reads it)
+    for warning in check_motion_file(cfg.task):
+        if lead:
+            print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
+    switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None)
+
+    def agree(problem: str | None, what: str) -> None:
+        """Without peers a problem refuses the run here; with them every rank refuses together."""
+        if ctx is not None:
+            ctx.agree(problem, what)
+        elif problem is not None:
+            raise InputRefused(problem)
+
+    if ctx is not None:
+        from duorl.distributed.agreement import config_mismatch
+
+        configs = ctx.all_gather(config_to_dict(cfg), "comparing the ranks' configurations", group="startup")
+        agree(config_mismatch(configs), "comparing configurations")
+    verdict = mps.probe(str(device), str(device))  # fails closed before anything is built
+    if ctx is None and not verdict.ok:
+        print(f"error: {verdict.message}", file=sys.stderr)
+        return 2
+    agree(None if verdict.ok else verdict.message, "probing CUDA MPS")
+    if tr.torch_threads > 0:
+        torch.set_num_threads(tr.torch_threads)
+    task = make_task(cfg.task)  # unbound: shapes and state names, no simulation
+    spec = task.spec
+    checked = preflight(cfg, task, lead)  # the task's inputs and the run directory's path (duorl/cli/preflight.py)
+    for warning in checked.warnings:
+        print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
+    agree(checked.problem, "checking the run's inputs")
+
+    resume_state, resumed_from, learner_state = None, None, None
+    if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
+        resume_state, learner_state, resumed_from = _load_resume(cfg, task, world, lead, ctx)
+
+    layout = ReplayLayout(tr.num_envs, algo.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
+    fix = "lower algo.buffer_size (ticks kept per env) or training.num_envs"
+    agree(replay_memory_problem(device, layout.nbytes(), fix), "checking memory for the replay ring")
+
+    if ctx is None and early_stop_signal() is not None:
+        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+        return 0
+    run_dir: Path | None = None
+    if lead:
+        run_dir = claim_run_dir(tr.log_dir, default_run_dir(cfg))  # atomic: never an existing one
+        write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
+        print(f"duorl: run directory {run_dir}", flush=True)
+    if ctx is not None:
+        run_dir = Path(ctx.broadcast(str(run_dir) if lead else None, "sharing the run directory"))
+    assert run_dir is not None
+
+    if device.type == "cuda":
+        # the learner's CUDA graph captures on the current device's stream and registers its default
+        # generator: on any GPU but the first, both must be the run's (the collector sets its own)
+        torch.cuda.set_device(device)
+    torch.manual_seed(derive_seed(tr.seed, "learner"))
+    # the same networks and update noise on every rank: the learner streams are rank 0's everywhere
+    learner = make_learner(algo, spec, device, derive_seed(tr.seed, "learner"))
+    if learner_state is not None:
+        learner.load_state_dict(learner_state)
+    sync = None
+    if ctx is not None:
+        sync = _data_parallel_learner(cfg, learner, ctx, device)
+    else:
+        from duorl.algos.grad_buffers import LocalValidity
+
+        # alone, the same rule as under data parallel: a step whose loss or gradients are not finite is
+        # skipped (on the device), and counted in Train/skipped_updates
+        learner.set_synchronizer(LocalValidity(device))
+
+    env_factory = functools.partial(
+        make_vec_env,
+        cfg.task,
+        cfg.sim,
+        tr.num_envs,
+        switches.env_device,
+        derive_seed(tr.seed, "env", rank),
+        tr.nan_guard.enabled,
+        cfg.debug.nan_inject_step,
+        compile=switches.tick_compile,
+        solver_early_exit=switches.solver_early_exit,
+    )
+    actor_factory = functools.partial(make_actor, algo, spec)
+    snapshot_dir = run_dir / "checkpoints" if lead else _rank_scratch(rank)
+    settings = DuoSettings(
+        device=str(device),
+        num_envs=tr.num_envs,
+        env_steps_per_sync=tr.env_steps_per_sync,
+        buffer_size=algo.buffer_size,
+        max_iterations=algo.max_iterations,
+        learning_starts=algo.learning_starts,
+        updates_per_step=algo.updates_per_step,
+        save_interval=algo.save_interval,
+        log_interval=tr.log_interval,
+        explore_seed=derive_seed(tr.seed, "explore", rank),
+        replay_seed=derive_seed(tr.seed, "replay", rank),
+        torch_threads=tr.torch_threads,
+        collector_delay_ms=cfg.debug.collector_delay_ms,
+        learner_delay_ms=cfg.debug.learner_delay_ms,
+        check_replay_window=cfg.debug.check_replay_window,
+        snapshot_dir=str(snapshot_dir),
+        nan_dump_path=str(run_dir / "nan_first_state.pt") if tr.nan_guard.enabled and lead else None,
+        checkpoint_replay=tr.checkpoint_replay,
+        whole_cycle_cuda_graph=switches.whole_cycle_cuda_graph,
+        replay_age_bias=replay_age_bias(algo),
+        tick_cuda_graph=switches.tick_cuda_graph,
+        max_wall_s=tr.max_wall_minutes * 60.0 if tr.max_wall_minutes is not None else None,
+        eval_envs=tr.eval_envs,
+        nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
+        fail_capture=cfg.debug.fail_capture_rank == rank,
+        stall=StallBounds.of(cfg),
+        on_learner_stalled=_stall_recorder(ctx, run_dir if lead else None),
+    )
+    reporter: Any = None
+    if lead:
+        (run_dir / "checkpoints").mkdir(exist_ok=True)
+        reporter = RunDirectory(cfg, run_dir, learner, device)
+        reporter.manifest.update(_manifest(cfg, device, switches, spec, world, ctx is not None, resumed_from,
+                                           device_record, host_record, package_versions))
+        # which rule skips invalid steps: this process's verdict alone, or every rank's
+        reporter.manifest["gradient_synchronizer"] = type(learner.grad_sync).__name__
+        if sync is not None:
+            reporter.manifest["dp_gradient_groups"] = sync.layout()
+    coordinator: Any = Solo()
+    if ctx is not None:
+        from duorl.distributed.dp_coordinator import DataParallelCoordinator, RankReporter
+
+        rank_record = {"rank": rank, "local_rank": ctx.env.local_rank, "host": ctx.host,
+                       "device": str(device), "device_uuid": device_record(device).get("uuid")}
+        reporter = RankReporter(ctx, reporter, sync, rank_record)
+        coordinator = DataParallelCoordinator(ctx)
+
+    def on_collector_ready(collector_pid: int, collector_device: str) -> dict[str, Any]:
+        # MPS fails open: once both processes hold a CUDA context, prove they share one GPU as the
+        # daemon's clients
+        v = mps.verify(os.getpid(), collector_pid, collector_device)
+        verdicts = _gather_verdicts(ctx, v)
+        if not all(x.ok for x in verdicts):
+            bad = next(x for x in verdicts if not x.ok)
+            raise StartRefused(bad.message if ctx is None else f"rank {bad.evidence.rank} ({bad.host}): {bad.message}")
+        return {"cuda_process_sharing": mps_manifest(tr.cuda_process_sharing, [x.evidence for x in verdicts],
+                                                     [x.host for x in verdicts])}
+
+    if lead:
+        reporter_inner = reporter.inner if ctx is not None else reporter
+        reporter_inner.manifest["cuda_process_sharing"] = mps_manifest(tr.cuda_process_sharing, [verdict.evidence])
+    duo = Duo(settings, spec, learner, env_factory, actor_factory, reporter, resume=resume_state,
+              on_collector_ready=on_collector_ready, coordinator=coordinator)
+    try:
+        result = duo.run()
+    except BaseException as e:
+        if lead:
+            _inner(reporter).finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
+        raise
+    finally:
+        if not lead:
+            import shutil
+
+            shutil.rmtree(snapshot_dir, ignore_errors=True)
+    return _finish(cfg, result, run_dir, learner, spec, _inner(reporter) if lead else None, ctx)
+
+
+def _stall_recorder(ctx: Any, run_dir: Path | None) -> Any:
+    """What the collector calls before it ends its frozen learner: the run summary (rank 0) says the
+    run failed and why; a data-parallel rank also writes torchelastic's error file, so the launcher
+    names the rank, the learner and why."""
+    summary = str(run_dir / "run_summary.json") if run_dir is not None else None
+    if ctx is None:
+        return functools.partial(_record_learner_stall, None, "", summary)
+    return functools.partial(_record_learner_stall, ctx.rank, ctx.host, summary)
+
+
+def _record_learner_stall(rank: int | None, host: str, summary: str | None, message: str) -> None:
+    """In the collector process (pickled by reference: module-level)."""
+    if rank is not None:
+        from duorl.distributed.launch import record_rank_failure
+
+        message = f"rank {rank} ({host}): {message}"
+        record_rank_failure(message, "learner")
+    if summary is not None:
+        from duorl.telemetry.summary import mark_failed
+
+        mark_failed(Path(summary), message, "learner")
+
+
+def _inner(reporter: Any) -> Any:
+    """The run directory behind a rank's reporter."""
+    return getattr(reporter, "inner", reporter)
+
+
+def _rank_scratch(rank: int) -> Path:
+    """Where a rank other than 0 (which may run on a host without the run directory) keeps its
+    collector's snapshots until they are gathered into rank 0's checkpoint."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f"duorl-rank{rank}-"))
+
+
+def _data_parallel_learner(cfg: Config, learner: Any, ctx: Any, device: torch.device) -> Any:
+    """Rank 0's initial learner state on every rank, the gradient layout agreed, and the learner's
+    groups handed to the all-reduce synchronizer."""
+    from duorl.distributed.agreement import layout_mismatch
+    from duorl.distributed.grad_sync import AllReduceSynchronizer, group_layout
+
+    from duorl.runtime.checkpoint import to_cpu
+
+    state = ctx.broadcast(to_cpu(learner.state_dict()) if ctx.rank == 0 else None,
+                          "broadcasting rank 0's initial learner state")
+    if ctx.rank != 0:
+        learner.load_state_dict(state)
+    layouts = ctx.all_gather(group_layout(learner.sync_groups, cfg.training.dp_gradient_wire_dtype),
+                             "comparing gradient layouts", group="startup")
+    ctx.agree(layout_mismatch(layouts), "comparing gradient layouts")
+    sync = AllReduceSynchronizer(ctx.data, ctx.world_size, device, cfg.training.dp_gradient_wire_dtype)
+    learner.set_synchronizer(sync)
+    return sync
+
+
+def _gather_verdicts(ctx: Any, verdict: MpsVerdict) -> list[MpsVerdict]:
+    if ctx is None:
+        return [verdict]
+    return ctx.all_gather(verdict, "gathering the CUDA MPS client checks", group="startup")
+
+
+def _load_resume(cfg: Config, task: Any, world: int, lead: bool, ctx: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """(this rank's runtime state, rank 0's learner state, the manifest's resumed_from): rank 0 reads and
+    checks the checkpoint; every rank gets the learner state and its own runtime state (replay can be
+    large: no rank receives another's); ranks refuse together."""
+    from duorl.cli.resume import load_resume
+
+    problem, found = None, None
+    if lead:
+        try:
+            found = load_resume(cfg.training.resume, config_to_dict(cfg), _task_state_keys(task), world)
+        except ConfigError as e:
+            if ctx is None:
+                raise
+            problem = str(e)
+    if ctx is None:
+        assert found is not None
+        return found[2][0], found[1], _resumed_from(found[0], found[2])
+    ctx.agree(problem, "checking the checkpoint to resume")
+    head = ctx.broadcast((found[1], _resumed_from(found[0], found[2])) if lead else None,
+                         "sharing the checkpoint to resume")
+    mine = ctx.scatter_from_zero(list(found[2]) if lead else None, "handing every rank its runtime state")
+    learner_state, resumed_from = head
+    return mine, learner_state, resumed_from
+
+
+def _resumed_from(ckpt_path: Path, states: list[Any]) -> dict[str, Any]:
+    """The manifest's record of a resume (and its one line on the console)."""
+    first = states[0]
+    note = "" if first.replay is not None else " (replay not in the checkpoint: refilling it first)"
+    print(f"duorl: resuming {ckpt_path} at iteration {first.iteration}{note}", flush=True)
+    return {
+        "checkpoint": str(ckpt_path),
+        "iteration": first.iteration,
+        "collector_state": all(s.collector is not None for s in states),
+        "replay": all(s.replay is not None for s in states),
+        "world_size": len(states),
+    }
+
+
+def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, world: int, data_parallel: bool,
+              resumed_from: Any, device_record: Any, host_record: Any, package_versions: Any) -> dict[str, Any]:
+    tr, algo = cfg.training, cfg.algo
+    return {
+        "world_size": world,
+        "rank": 0,
+        "data_parallel": data_parallel,
+        "devices": [device_record(device)],
+        "env_device": switches.env_device,
+        "sim": cfg.sim.name,
+        "host": host_record(),
+        "versions": package_versions(),
+        "switches": switches.record(),
+        # "enabled": the resolved setting; "active" (updated after the run): a captured graph ran
+        "whole_cycle_cuda_graph": {
+            "configured": algo.algo_params.whole_cycle_cuda_graph,
+            "dp_configured": algo.algo_params.dp_whole_cycle_cuda_graph,
+            "enabled": switches.whole_cycle_cuda_graph,
+            "dp_graph": switches.dp_whole_cycle_cuda_graph,
+            "active": False,
+        },
+        # "active" (updated after the run): the collector replayed a captured tick
+        "collector_tick_cuda_graph": {
+            "configured": cfg.sim.tick_cuda_graph,
+            "enabled": switches.tick_cuda_graph,
+            "active": False,
+            # sim.tick_compile: the step's tensor code compiled into fused kernels
+            "compiled": {"configured": cfg.sim.tick_compile, "enabled": switches.tick_compile},
+            # sim.solver_early_exit: MuJoCo Warp's solver loop as a conditional node of the tick graph
+            "solver_early_exit": {"configured": cfg.sim.solver_early_exit, "enabled": switches.solver_early_exit},
+        },
+        "max_wall_minutes": tr.max_wall_minutes,
+        "dp_gradient_wire_dtype": tr.dp_gradient_wire_dtype,
+        "env_spec": spec.record(),
+        "resumed_from": resumed_from,
+    }
+
+
+def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, directory: Any, ctx: Any) -> int:
+    """Record the outcome (rank 0), run the post-training steps and return the exit code."""
+    rank = ctx.rank if ctx is not None else 0
+    where = f"rank {rank} ({ctx.host}): " if ctx is not None else ""
+    if result.status == "refused":
+        print(f"error: {result.error}", file=sys.stderr, flush=True)
+        if directory is not None:
+            directory.finish("refused", result.iterations, 0, result.wall_s, error=result.error)
+        if ctx is not None:
+            from duorl.distributed.launch import record_rank_failure
+
+            record_rank_failure(result.error or "refused", "input")
+        return 2
+    if result.status == "failed":
+        if ctx is not None:
+            from duorl.distributed.launch import record_rank_failure
+
+            record_rank_failure(f"{where}{result.error}", result.failed_part or "learner",
+                                secondary=result.failed_part == "peer rank")
+        if directory is not None:
+            directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}")
+        print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
+        if directory is not None:
+            kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
+            print(f"duorl: run directory {run_dir} (status failed; {kept})", file=sys.stderr)
+        return 1
+    digests = None
+    if ctx is not None:
+        from duorl.distributed.agreement import state_digest
+
+        # every rank's learner state, hashed: data parallel keeps them bitwise equal
+        mine = state_digest(learner.state_dict(), tuple(getattr(learner, "rank_local_state", ())))
+        hashes = ctx.all_gather(mine, "comparing the final learner states", group="startup")
+        digests = {"sha256": hashes, "equal": len(set(hashes)) == 1}
+        if not digests["equal"] and rank == 0:
+            print(f"duorl: warning: the ranks' final learner states differ: {hashes}", file=sys.stderr, flush=True)
+    if directory is None:
+        return 0
+    if result.graph is not None:
+        directory.manifest["whole_cycle_cuda_graph"].update(result.graph)
+    directory.manifest["collector_tick_cuda_graph"]["active"] = result.tick_graph_active
+    extra: dict[str, Any] = {}
+    if result.wall_limited:
+        extra["stopped_by"] = f"training.max_wall_minutes={cfg.training.max_wall_minutes}"
+    if (run_dir / "nan_first_state.pt").exists():
+        extra["nan_first_state"] = "nan_first_state.pt"
+    if cfg.debug.check_replay_window:
+        extra["replay_window_check"] = {
+            "samples_checked": result.replay_samples_checked,
+            "violations": result.replay_window_violations,
+        }
+    if ctx is not None:
+        extra["dp_learner_state"] = digests
+    extra.update(_after_training(cfg, run_dir, learner, spec))
+    env_steps = directory.total_env_steps if directory.total_env_steps is not None else result.env_steps
+    directory.finish(result.status, result.iterations, env_steps, result.wall_s, **extra)
+    ret = result.last_metrics.get("Train/mean_episode_return")
+    msg = f"duorl: {result.status} {result.iterations} iterations, {env_steps:,} env steps in {result.wall_s:.1f} s"
+    if ret is not None:
+        msg += f"; mean episode return {ret:.2f}"
+    if result.wall_limited:
+        msg += f" (stopped by training.max_wall_minutes={cfg.training.max_wall_minutes})"
+    print(msg, flush=True)
+    print(f"duorl: run directory {run_dir}", flush=True)
+    return 0
+
+
+def _task_state_keys(task: Any) -> tuple[str, ...]:
+    """The names of the task's resume state (tasks.base: the optional state_keys()), none if it has none."""
+    keys = getattr(task, "state_keys", None)
+    return tuple(keys()) if keys is not None else ()
+
+
+def _after_training(cfg: Config, run_dir: Path, learner: Any, spec: Any) -> dict[str, Any]:
+    """Export and post-train play, as configured; their results go into run_summary.json."""
+    out: dict[str, Any] = {}
+    if cfg.training.export_onnx:
+        from duorl.cli.export import export_policy
+
+        out["export"] = export_policy(learner.actor, spec.actor_obs_dim, run_dir / "export")
+        print(f"duorl: exported {out['export']['onnx']} and {out['export']['safetensors']}", flush=True)
+    if not cfg.training.no_play:
+        from duorl.cli.play import evaluate
+
+        r = evaluate(run_dir, episodes=8)
+        out["play"] = r.__dict__
+        print(f"duorl: play: mean return {r.mean_return:.3f} over {r.episodes} episodes (deterministic)", flush=True)
+    return out

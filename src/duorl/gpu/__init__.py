@@ -1,0 +1,1 @@
+"""Shared GPU utilities: whole-cycle CUDA graphs and torch.compile switches."""
