@@ -14,6 +14,7 @@ from torch import nn
 from duorl.algos.base import Learner
 
 if TYPE_CHECKING:
+    from duorl.algos.sizes import NetworkSize
     from duorl.config.schema import AlgoConfig
     from duorl.envs.base import EnvSpec
 
@@ -59,3 +60,24 @@ def make_actor(algo_cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str) 
         torch.manual_seed(0)
         actor = build_actor(algo_cfg, spec)
     return actor.to(torch.device(device))
+
+
+# the keys that shape each network (actor, critic), by algorithm family: what a memory refusal names
+_SAC_SHAPE = (("algo.actor_hidden_dims",), ("algo.critic_hidden_dims", "algo.num_atoms"))
+_FLASH_SHAPE = (("algo.actor_hidden_dim", "algo.actor_num_blocks", "algo.block_expansion"),
+                ("algo.critic_hidden_dim", "algo.critic_num_blocks", "algo.block_expansion", "algo.num_atoms"))
+
+
+def network_sizes(algo_cfg: AlgoConfig, spec: EnvSpec) -> tuple[NetworkSize, NetworkSize]:
+    """The actor's and the critic's sizes for this configuration, counted without building them
+    (algos/sizes.py): what the memory check needs before anything is allocated."""
+    from duorl.algos.sizes import flashsac_sizes, sac_sizes
+
+    _check_built(algo_cfg.name)
+    return flashsac_sizes(algo_cfg, spec) if algo_cfg.name in _FLASH else sac_sizes(algo_cfg, spec)
+
+
+def network_shape_keys(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The configuration keys that shape the actor and the critic of algorithm `name`."""
+    _check_built(name)
+    return _FLASH_SHAPE if name in _FLASH else _SAC_SHAPE

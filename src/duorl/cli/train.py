@@ -80,6 +80,27 @@ def train(cfg: Config) -> int:
     return code
 
 
+def _memory_problem(cfg: Config, spec: Any, device: torch.device, replay_bytes: int, data_parallel: bool) -> str | None:
+    """Whether the replay ring, the weight board, the networks and their activations fit on this device
+    (runtime/memory.py), the networks counted from the configuration: nothing is allocated. The problem,
+    naming the keys to change, when they do not."""
+    from duorl.algos.registry import network_shape_keys, network_sizes
+    from duorl.config.errors import format_value
+    from duorl.runtime.memory import MemoryFixes, MemoryNeed, memory_problem
+
+    actor, critic = network_sizes(cfg.algo, spec)
+    actor_keys, critic_keys = network_shape_keys(cfg.algo.name)
+    larger, keys = ("actor", actor_keys) if actor.state >= critic.state else ("critic", critic_keys)
+    shown = " or ".join(f"{k}={format_value(getattr(cfg.algo, k.split('.', 1)[1]))}" for k in keys)
+    counts = f"the actor has {actor.params:,} parameters, the critic {critic.params:,}"
+    fixes = MemoryFixes(replay="lower algo.buffer_size (ticks kept per env) or training.num_envs",
+                        networks=f"shrink the {larger}: lower {shown} ({counts})",
+                        activations=f"lower algo.batch_size={cfg.algo.batch_size} or training.num_envs="
+                                    f"{cfg.training.num_envs}, or shrink the {larger}: lower {shown}")
+    need = MemoryNeed.of(replay_bytes, actor, critic, cfg.algo.batch_size, cfg.training.num_envs, data_parallel)
+    return memory_problem(device, need, fixes)
+
+
 def _exit_now(code: int) -> None:
     """Leave a rank at once, skipping teardown that could wait on a lost peer (NCCL, gloo)."""
     sys.stdout.flush()
@@ -93,7 +114,6 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.runtime.coordination import Solo
     from duorl.runtime.duo import Duo, DuoSettings, StartRefused
     from duorl.runtime.heartbeat import StallBounds
-    from duorl.runtime.memory import replay_memory_problem
     from duorl.runtime.replay import ReplayLayout
     from duorl.cli.preflight import preflight
     from duorl.runtime.stop_signals import early_stop_signal
@@ -144,8 +164,8 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         resume_state, learner_state, resumed_from = _load_resume(cfg, task, world, lead, ctx)
 
     layout = ReplayLayout(tr.num_envs, algo.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
-    fix = "lower algo.buffer_size (ticks kept per env) or training.num_envs"
-    agree(replay_memory_problem(device, layout.nbytes(), fix), "checking memory for the replay ring")
+    agree(_memory_problem(cfg, spec, device, layout.nbytes(), ctx is not None),
+          "checking memory for the replay ring and the networks")
 
     if ctx is None and early_stop_signal() is not None:
         print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
