@@ -200,3 +200,25 @@ def test_a_g1_walk_run_logs_every_task_metric(tmp_path):
     assert last["Eval/rew_alive"] == pytest.approx(10.0 * 0.02)
     # the default (ppo) schedule starts at 0.1 and shrinks by 0.025% a step while episodes are short
     assert 0.0995 < last["Task/penalty_scale"] < 0.1
+
+
+def test_one_count_of_env_steps_everywhere(tmp_path):
+    """Issue 31: "completed 20 iterations, 160 env steps" against 152 in the metrics and the plot title. The
+    collector is slowed so that it lags the learner's log: every count is iterations x
+    env_steps_per_sync x num_envs all the same (the final message, every metrics row, the periodic and
+    final checkpoints, the summary and the plot's title)."""
+    from duorl.telemetry.metrics_file import read_metrics
+    from duorl.telemetry.plots import title_lines
+
+    run = tmp_path / "run"
+    r = run_duorl(run, "training.num_envs=8", "training.env_steps_per_sync=2", "algo.max_iterations=10",
+                  "algo.save_interval=4", "debug.collector_delay_ms=40")
+    assert r.returncode == 0, r.stderr[-3000:]
+    steps = 10 * 2 * 8
+    assert f"completed 10 iterations, {steps} env steps" in r.stdout
+    rows = read_metrics(run / "metrics.jsonl")
+    assert [row["env_steps"] for row in rows] == [row["iteration"] * 2 * 8 for row in rows] and rows[-1]["iteration"] == 10
+    assert json.loads((run / "run_summary.json").read_text())["env_steps"] == steps
+    assert load_checkpoint(run / "checkpoints" / "iter_000004.pt")["header"]["env_steps"] == 4 * 2 * 8
+    assert load_checkpoint(latest_checkpoint(run))["header"]["env_steps"] == steps
+    assert f"10 it, {steps} env steps" in title_lines(run, rows, json.loads((run / "run_config.json").read_text()))[1]

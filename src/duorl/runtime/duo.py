@@ -339,7 +339,7 @@ class Duo:
         self._shutdown(final_boundary=k)
         if status == "completed" and stop():
             status = "interrupted"
-        env_steps = self.control.get(TICKS_WRITTEN) * s.num_envs
+        env_steps = self._env_steps(k)
         if not keep_last_checkpoint and status != "refused" and (
                 status != "failed" or (self.coord.world_size == 1 and k > start)):
             # with peers the final checkpoint is gathered from every rank, so a rank that failed alone
@@ -398,6 +398,12 @@ class Duo:
             "replay_origin": self.replay_origin,
             "replay_bytes": self.layout.nbytes(),
         }
+
+    def _env_steps(self, iterations: int) -> int:
+        """The env steps of `iterations` iterations: env_steps_per_sync ticks of num_envs envs each. The one
+        count of metrics rows, checkpoints and the summary; the collector's progress counter at that
+        moment may be an iteration behind or ahead."""
+        return iterations * self.s.env_steps_per_sync * self.s.num_envs
 
     def _loop(self, start: int, stop: _StopFlag, t_start: float) -> dict[str, float]:
         s = self.s
@@ -460,7 +466,7 @@ class Duo:
 
             if (k + 1) % s.log_interval == 0 or k == s.max_iterations - 1:
                 now = time.perf_counter()
-                env_steps = self.control.get(TICKS_WRITTEN) * n
+                env_steps = self._env_steps(k + 1)
                 m = metrics.row(env_steps, now, timer.collect().get("learner_train_ms"), metrics_dev)
                 self.reporter.log(k + 1, env_steps, now - t_start, m)
                 last = m
@@ -475,7 +481,7 @@ class Duo:
                     spin=self._spin,
                 )
                 self.reporter.checkpoint(
-                    k + 1, self.control.get(TICKS_WRITTEN) * n, final=False, runtime_state=self._runtime_state(k + 1)
+                    k + 1, self._env_steps(k + 1), final=False, runtime_state=self._runtime_state(k + 1)
                 )
         return last
 
