@@ -441,6 +441,35 @@ def _(tmp):
     return ["metrics", str(run), "--last", "0"], ("--last",)
 
 
+@c("plot: a missing run directory")
+def _(tmp):
+    return ["plot", str(tmp / "gone")], (f"RUN_DIR={tmp / 'gone'}", "does not exist")
+
+
+@c("plot: a file, not a directory")
+def _(tmp):
+    (tmp / "afile").write_text("x")
+    return ["plot", str(tmp / "afile")], (f"RUN_DIR={tmp / 'afile'}", "is not a directory")
+
+
+@c("plot: a directory without metrics.jsonl")
+def _(tmp):
+    (tmp / "empty").mkdir()
+    return ["plot", str(tmp / "empty")], (f"RUN_DIR={tmp / 'empty'}", "has no metrics.jsonl")
+
+
+@c("plot: metrics.jsonl without rows")
+def _(tmp):
+    run = _metrics_run(tmp, body=b"")
+    return ["plot", str(run)], (f"RUN_DIR={run}", "no rows yet")
+
+
+@c("plot: a malformed line before the last")
+def _(tmp):
+    run = _metrics_run(tmp, body=b'{"iteration": 1}\n{oops\n{"iteration": 3}\n')
+    return ["plot", str(run)], ("metrics.jsonl:2",)
+
+
 @c("motion synth: an unwritable path")
 def _(tmp):
     return ["motion", "synth", "/proc/duorl/clip.npz"], ("OUT.npz=/proc/duorl/clip.npz", "cannot be written")

@@ -1,4 +1,4 @@
-"""`duorl train | metrics`: routing only. Work lives in duorl.config, duorl.cli.train and duorl.telemetry."""
+"""`duorl train | metrics | plot | ...`: routing only. Work lives in duorl.config, duorl.cli.train and duorl.telemetry."""
 
 from __future__ import annotations
 
@@ -83,6 +83,48 @@ def _group(sub: Any, name: str, summary: str, description: str, dest: str, metav
     """A command made of sub-commands (`duorl mps start`): its own help page, and the sub-parsers action."""
     group = sub.add_parser(name, help=summary, description=description)
     return group.add_subparsers(dest=dest, metavar=metavar, title=f"{metavar.lower()}s")
+
+
+def _add_plot(sub: Any) -> None:
+    plot = sub.add_parser(
+        "plot", help="draw a run's learning curves from its metrics.jsonl",
+        description="Draw RUN_DIR/plots/learning_curves.png from RUN_DIR/metrics.jsonl: the page a run draws when it "
+                    "ends, for any run, a killed or a running one too. It (re)writes that one file and nothing else.",
+    )
+    plot.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    """`duorl plot RUN_DIR`: refuses a directory without rows to draw (exit 2) before it draws anything."""
+    from duorl.cli.preflight import check_output_file
+    from duorl.config.errors import InputRefused
+    from duorl.telemetry.metrics_file import read_metrics
+
+    run_dir = Path(args.run_dir)
+    fix = "give a directory that `duorl train` wrote (it prints 'duorl: run directory ...')"
+    if not run_dir.is_dir():
+        return _error(f"RUN_DIR={run_dir}: {'is not a directory' if run_dir.exists() else 'does not exist'}. Fix: {fix}")
+    metrics = run_dir / "metrics.jsonl"
+    if not metrics.is_file():
+        return _error(f"RUN_DIR={run_dir}: has no metrics.jsonl (not a run directory, or a run stopped before its "
+                      f"first logged iteration). Fix: {fix}")
+    notes: list[str] = []
+    try:
+        rows = read_metrics(metrics, notes)
+        check_output_file(str(run_dir / "plots" / "learning_curves.png"), "RUN_DIR/plots/learning_curves.png")
+    except InputRefused as e:
+        return _error(str(e))
+    except (OSError, ValueError) as e:
+        return _error(f"{e}. Fix: {fix}")
+    if not rows:
+        return _error(f"RUN_DIR={run_dir}: metrics.jsonl has no rows yet. Fix: wait for the run's first logged iteration")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    from duorl.telemetry.plots import plot_learning_curves
+
+    png = plot_learning_curves(run_dir)
+    print(f"wrote {png}: {len(rows)} rows, iterations {rows[0].get('iteration', '?')} to {rows[-1].get('iteration', '?')}")
+    return 0
 
 
 def _add_mps(sub: Any) -> None:
@@ -257,6 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument("--last", type=int, default=100, metavar="N", help="rows to average (default: 100)")
     metrics.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
 
+    _add_plot(sub)
+
     play = sub.add_parser(
         "play", help="evaluate a run's policy deterministically",
         description="Deterministic evaluation of a run's latest (or a chosen) checkpoint: N episodes of its task.",
@@ -428,6 +472,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _cmd_config(args, list(args.overrides) + extras)
     if args.command == "metrics":
         return _cmd_metrics(args)
+    if args.command == "plot":
+        return _cmd_plot(args)
     if args.command == "mps" and args.mps_command:
         from duorl.mps.daemon import mps_main
 
