@@ -123,10 +123,12 @@ def _real(key: str, raw: object, fix: str = "") -> np.ndarray:
     """`raw` as float64; refused unless it holds real numbers (ints or floats)."""
     a = np.asarray(raw)
     if a.dtype.kind not in "iuf":
-        shown = f" ({a.reshape(-1)[0]!r}...)" if a.size and a.dtype.kind in "USc" else ""
+        shown = f" ({a.reshape(-1)[0].item()!r}...)" if a.size and a.dtype.kind in "USc" else ""
+        cause = {"U": "a tool that wrote its numbers as text", "S": "a tool that wrote its numbers as text",
+                 "c": "complex arithmetic upstream (a transform whose imaginary part was never dropped)"}
         raise MotionFileError("", [error(key, f"holds {_KINDS.get(a.dtype.kind, str(a.dtype))} (dtype {a.dtype}){shown}, "
-                                         "expected real numbers", "a broken export, or a tool that stored its values "
-                                         "as text", fix or f"write {key} as a float array")])
+                                         "expected real numbers", cause.get(a.dtype.kind, "a broken export"),
+                                         fix or f"write {key} as a float array")])
     return a.astype(np.float64)
 
 
