@@ -334,7 +334,7 @@ class ClipChecker:
         another frame rate than the stated one explains them. A close fit needs only a factor beyond
         FPS_RATIO_TIGHT; a clip sped up by dropping frames samples its motion coarsely, so there the
         differences follow the rates only loosely (a cosine of 0.89 to 0.92 at every 10th frame of
-        real clips) and the factor must be beyond FPS_RATIO_LOOSE. Zeros, noise or rates of other
+        holosoma's clips: benchmarks/2026-12-02_clip_fps_fit/) and the factor must be beyond FPS_RATIO_LOOSE. Zeros, noise or rates of other
         joints do not fit at all and stay a warning."""
         off = max(k, 1.0 / k)
         return (fit >= FPS_FIT_TIGHT and off > FPS_RATIO_TIGHT) or (fit >= FPS_FIT_LOOSE and off > FPS_RATIO_LOOSE)
