@@ -1,6 +1,7 @@
 """Post-train export (ONNX + safetensors) and `duorl play` on a run of the small task."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -59,6 +60,8 @@ def test_play_prints_evaluation_metrics(run):
 
 def test_play_video_without_gl_is_a_clear_message(run, tmp_path):
     env = {"MUJOCO_GL": "egl", "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:  # the tree under test, not whatever the interpreter has installed
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     r = subprocess.run(
         [sys.executable, "-m", "duorl", "play", str(run), "--episodes", "1", "--video", str(tmp_path / "v.mp4")],
         capture_output=True, text=True, timeout=120, env=env,
