@@ -5,7 +5,7 @@
 # compiled tick and the learner's whole-cycle CUDA graph: the compile and capture phases are real).
 #
 # Run from the repo root after the wheels are staged (../shared/tools/device-wheels.sh):
-#   bash benchmarks/fault_matrix.sh OUT_DIR [PYTEST_K]
+#   bash benchmarks/scripts/fault_matrix.sh OUT_DIR [PYTEST_K]
 # PYTEST_K selects cases (pytest -k), e.g. "learner" and "collector" in two commands: each half is
 # 16 real runs of 20-60 s on an H200 (the SIGSTOP cases of the long phases wait for
 # DUORL_FAULT_LONG_S), about 8 minutes. FAULT_TASK=g1_walk_flat runs the G1 walk instead of the
@@ -16,7 +16,7 @@
 set -uo pipefail
 out=${1:?OUT_DIR}
 k=${2:-}
-source benchmarks/device_env.sh
+source benchmarks/scripts/device_env.sh
 record_device "$out"
 task=${FAULT_TASK:-pendulum_swingup}
 envs=${FAULT_NUM_ENVS:-1024}

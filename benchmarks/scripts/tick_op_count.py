@@ -4,7 +4,7 @@ Then, with torch.profiler, the top-level aten ops and compiled regions of one ti
 tensor code plain and compiled (sim.tick_compile; a dispatch-mode spy would make dynamo fall back to
 eager, so the profiler counts here).
 
-    .venv/bin/python benchmarks/tick_op_count.py        # output: benchmarks/tick_op_count_cpu.txt
+    .venv/bin/python benchmarks/scripts/tick_op_count.py        # output: benchmarks/2026-11-29_cpu_probes/tick_op_count_cpu.txt
 """
 
 import collections

@@ -4,7 +4,7 @@ tree's graphs.py against another, interleaved, best of 7 rounds of 100 calls, on
 dimensions (flashsac, sac with symmetry).
 
     git show b540a09:src/duorl/gpu/graphs.py > /tmp/graphs_old.py
-    OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/graph_host_cpu.py /tmp/graphs_old.py
+    OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/scripts/graph_host_cpu.py /tmp/graphs_old.py
 """
 
 import time, sys, importlib.util

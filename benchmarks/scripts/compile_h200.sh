@@ -6,7 +6,7 @@
 #     critic target/loss were compiled (BEFORE_SRC: the `src` folder of an older tree, made here with
 #     `mkdir bench_old && git archive bb5aed1 src | tar -x -C bench_old`; untracked, so it travels).
 # Run on the GPU machine from the repo root, after staging the wheels (../shared/tools/device-wheels.sh):
-#   bash benchmarks/compile_h200.sh OUT_DIR [BEFORE_SRC]        # e.g. BEFORE_SRC=bench_old/src
+#   bash benchmarks/scripts/compile_h200.sh OUT_DIR [BEFORE_SRC]        # e.g. BEFORE_SRC=bench_old/src
 set -uo pipefail
 out=${1:?OUT_DIR}
 before=${2:-}

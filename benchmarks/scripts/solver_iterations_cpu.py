@@ -1,11 +1,11 @@
 """How many constraint-solver iterations MuJoCo Warp's worlds need in g1_walk_flat (CPU, no GPU needed):
 
-    python benchmarks/solver_iterations_cpu.py [NUM_ENVS] [STEPS] [zero|rand|smooth]
+    python benchmarks/scripts/solver_iterations_cpu.py [NUM_ENVS] [STEPS] [zero|rand|smooth]
 
 Counts `solver_niter` (MuJoCo Warp's per-world iteration counter) after every physics substep and prints,
 over the last three quarters of the steps: the mean per world, the per-substep maximum over worlds (what
 a conditional solver loop would have to run), and quantiles. Output of the committed run:
-solver_iterations_cpu.txt. Why it matters: benchmarks/2026-11-29_tick_profile_h200/README.md.
+benchmarks/2026-11-29_cpu_probes/solver_iterations_cpu.txt. Why it matters: benchmarks/2026-11-29_tick_profile_h200/README.md.
 """
 
 from __future__ import annotations

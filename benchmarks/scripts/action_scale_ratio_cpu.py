@@ -3,7 +3,7 @@
 farther from the pose, the published FastSAC G1 scaling). The action-rate penalty is quadratic in
 action changes, so for the same joint motion it is ratio^2 times larger under `pd`.
 
-    .venv/bin/python benchmarks/action_scale_ratio_cpu.py > benchmarks/action_scale_ratio_cpu.txt
+    .venv/bin/python benchmarks/scripts/action_scale_ratio_cpu.py > benchmarks/2026-11-29_cpu_probes/action_scale_ratio_cpu.txt
 """
 
 import numpy as np

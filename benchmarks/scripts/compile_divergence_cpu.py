@@ -1,7 +1,7 @@
 """Why a compiled and a plain env part along a trajectory but agree step by step (MuJoCo Warp's float32
 physics on warp's CPU device, g1_motion_tracking, 32 envs, 5-step episodes):
 
-    .venv/bin/python benchmarks/compile_divergence_cpu.py   # output: benchmarks/compile_divergence_cpu.txt
+    .venv/bin/python benchmarks/scripts/compile_divergence_cpu.py   # output: benchmarks/2026-11-29_cpu_probes/compile_divergence_cpu.txt
 
 1. Along a trajectory: per step, the largest observation difference between a compiled and a plain env
    (same seed, same actions), and the largest joint-velocity difference *before* that step.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/ helpers
 
 from duorl.config.load import load_config  # noqa: E402
 from duorl.envs.registry import make_vec_env  # noqa: E402

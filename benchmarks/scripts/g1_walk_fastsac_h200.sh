@@ -5,13 +5,13 @@
 # MuJoCo Warp, collector ticks and learner iterations as CUDA graphs. Criterion (issue #3): over the last 100
 # iterations mean episode length >= 80% of the maximum and mean Task/lin_vel_error <= 0.3 m/s.
 # Run on the GPU machine from the repo root, after staging the wheels (../shared/tools/device-wheels.sh):
-#   bash benchmarks/g1_walk_fastsac_h200.sh OUT_DIR [MINUTES [key=value ...]]   # train, then collect (one call)
+#   bash benchmarks/scripts/g1_walk_fastsac_h200.sh OUT_DIR [MINUTES [key=value ...]]   # train, then collect (one call)
 # A budget longer than one device command (10 min) takes two calls, the second within the warm window:
-#   bash benchmarks/g1_walk_fastsac_h200.sh --start OUT_DIR MINUTES [key=value ...]  # train in its own session
-#   bash benchmarks/g1_walk_fastsac_h200.sh --collect OUT_DIR            # wait for it, then collect
+#   bash benchmarks/scripts/g1_walk_fastsac_h200.sh --start OUT_DIR MINUTES [key=value ...]  # train in its own session
+#   bash benchmarks/scripts/g1_walk_fastsac_h200.sh --collect OUT_DIR            # wait for it, then collect
 # Two runs side by side on a two-GPU machine (one GPU each; --launch returns at once):
-#   bash benchmarks/g1_walk_fastsac_h200.sh --launch $OUT/a 14.5 training.devices=[0] [key=value ...]
-#   bash benchmarks/g1_walk_fastsac_h200.sh --start $OUT/b 14.5 training.devices=[1] [key=value ...]
+#   bash benchmarks/scripts/g1_walk_fastsac_h200.sh --launch $OUT/a 14.5 training.devices=[0] [key=value ...]
+#   bash benchmarks/scripts/g1_walk_fastsac_h200.sh --start $OUT/b 14.5 training.devices=[1] [key=value ...]
 #   then, next call: DUORL_WALK_TAR=1 bash ... --collect $OUT/a; DUORL_WALK_TAR=1 bash ... --collect $OUT/b
 #   (DUORL_WALK_TAR=1 packs each OUT_DIR into OUT_DIR.tgz: a device call returns at most 8 files)
 # Each OUT_DIR's name keys its run directory and log under /tmp, so runs with different names never mix.
@@ -36,7 +36,7 @@ if [ "$mode" != collect ]; then
   echo "+ ${cmd[*]}" > "$log"
   if [ "$mode" = start ] || [ "$mode" = launch ]; then
     setsid nohup bash -c '"$@" >> '"$log"' 2>&1; echo "train rc=$?" >> '"$log" _ "${cmd[@]}" > /dev/null 2>&1 &
-    echo "started $name; collect with: bash benchmarks/g1_walk_fastsac_h200.sh --collect $out"
+    echo "started $name; collect with: bash benchmarks/scripts/g1_walk_fastsac_h200.sh --collect $out"
     [ "$mode" = launch ] && exit 0
     # keep this call (and so the machine) busy while it trains; return early if the run ends
     for _ in $(seq 112); do sleep 5; grep -q "train rc=" "$log" && break; done

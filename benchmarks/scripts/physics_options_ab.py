@@ -1,6 +1,6 @@
 """The g1_walk_flat collector tick under different MuJoCo Warp options, as an A/B in one process (GPU):
 
-    python3 benchmarks/physics_options_ab.py [--num-envs 4096] [--ticks 200] [--repeats 2] \\
+    python3 benchmarks/scripts/physics_options_ab.py [--num-envs 4096] [--ticks 200] [--repeats 2] \\
         --arms default jacobian=dense njmax=160 iterations=6 physics_only=1 physics_only=1,graph_conditional=1 \\
         bd.linesearch_iterative=64
 

@@ -1,6 +1,6 @@
 """How many constraint rows and contacts g1_walk_flat's worlds reach, against MuJoCo Warp's capacities (GPU):
 
-    python3 benchmarks/constraint_peaks.py [--num-envs 4096] [--ticks 1500] [--out peaks.json]
+    python3 benchmarks/scripts/constraint_peaks.py [--num-envs 4096] [--ticks 1500] [--out peaks.json]
 
 The collector's tick (captured, uncompiled) steps the worlds under the untrained actor, whose exploration
 noise makes robots shake, fall and lie on the floor: the contact-rich states. After every physics

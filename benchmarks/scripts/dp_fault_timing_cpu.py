@@ -1,7 +1,7 @@
 """Seconds from a fault to the data-parallel launcher's exit, two CPU ranks over gloo (the cases of
 tests/distributed/test_dp_faults.py, timed): kill -9 of rank 1's collector, of rank 1's learner, SIGINT and
 SIGTERM to the launcher. Run from the repo root:
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_fault_timing_cpu.py OUT_DIR
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/scripts/dp_fault_timing_cpu.py OUT_DIR
 """
 
 import os
@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.dist.conftest import assert_all_gone, launcher_cmd, run_pids, start, summary, wait_for_ranks  # noqa: E402
 
 

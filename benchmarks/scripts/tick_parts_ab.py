@@ -1,10 +1,10 @@
 """What a g1_walk_flat collector tick costs beyond its physics, in one process (GPU):
 
-    python3 benchmarks/tick_parts_ab.py [--num-envs 4096] [--ticks 200] [--warmup 30] [--arms full norand nophys shaken]
+    python3 benchmarks/scripts/tick_parts_ab.py [--num-envs 4096] [--ticks 200] [--warmup 30] [--arms full norand nophys shaken]
 
 Each arm builds the collector's tick as `duorl bench collector` does (captured; sim.tick_compile
 resolved as in a run), runs `--warmup` ticks, times `--ticks` ticks, and then, where the arm has
-physics, times the same backend's 4 substeps alone as one warp graph (benchmarks/physics_options_ab.py):
+physics, times the same backend's 4 substeps alone as one warp graph (benchmarks/scripts/physics_options_ab.py):
   full    the tick as it runs;
   norand  the same without the per-world friction/mass randomisation (MuJoCo Warp then reads one
           shared row of those model fields instead of one row per world);

@@ -14,7 +14,7 @@ the size SAC keeps at the published target entropy (Policy/entropy near 0: sigma
 reproduces them on a robot that does nothing else, the noise is what costs, and this table says how
 small sigma must be under `joint_limits` to cost what `pd` costs at sigma 0.24.
 
-    .venv/bin/python benchmarks/exploration_noise_penalty_cpu.py > benchmarks/exploration_noise_penalty_cpu.txt
+    .venv/bin/python benchmarks/scripts/exploration_noise_penalty_cpu.py > benchmarks/2026-11-29_cpu_probes/exploration_noise_penalty_cpu.txt
 """
 
 import argparse
@@ -27,7 +27,7 @@ import torch
 
 from duorl.envs.tasks.g1_walk import G1WalkFlat
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/ helpers
 from tests.envs.g1_util import cpu_env, standing_controller  # noqa: E402
 
 PENALTIES = ("rew_pose", "rew_ang_vel_xy", "rew_feet_ori", "rew_orientation", "rew_close_feet")

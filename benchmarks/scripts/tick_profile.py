@@ -1,6 +1,6 @@
 """Where the time of one replayed collector tick goes, kernel by kernel (run on a GPU machine):
 
-    python3 benchmarks/tick_profile.py [--task g1_walk_flat] [--num-envs 4096] [--ticks 20] [key=value ...]
+    python3 benchmarks/scripts/tick_profile.py [--task g1_walk_flat] [--num-envs 4096] [--ticks 20] [key=value ...]
 
 Builds the collector's tick as `duorl bench collector` does (captured; sim.tick_compile resolved as in a
 run), replays it, then records `--ticks` replays under torch.profiler (CUPTI traces the kernels of a

@@ -3,7 +3,7 @@
 # --profile), for sac with the g1_walk_flat defaults (symmetry on), the same without symmetry, and
 # flashsac at its defaults; then `bench corun` for sac g1_walk_flat (the capacity bound of the duo).
 # Run from the repo root after the wheels are staged (../shared/tools/device-wheels.sh):
-#   bash benchmarks/learner_profile_h200.sh OUT_DIR [SRC_DIR]
+#   bash benchmarks/scripts/learner_profile_h200.sh OUT_DIR [SRC_DIR]
 # SRC_DIR (default: src) picks the code: a second tree (e.g. the commit before a change, exported with
 # `git archive`) measures both arms in one lease. CORUN=0 skips the co-run arms; PROFILE=N profiles N
 # iterations (default 5, 0: timings only); ITERS=N timed iterations (default 30); BENCHES picks among
@@ -11,7 +11,7 @@
 set -uo pipefail
 out=${1:?OUT_DIR}
 src=${2:-src}
-source benchmarks/device_env.sh
+source benchmarks/scripts/device_env.sh
 export PYTHONPATH=/tmp/duorl-site:$PWD/$src
 record_device "$out"
 tag=${TAG:-$(basename "$src")}

@@ -7,7 +7,7 @@ Two processes (2 ranks) time each way an iteration can agree with its peers:
 - the metric row (about 60 values): pickled objects (all_gather_object) against one float64 tensor
   (all_gather), as dist/coordination.RankReporter sends once the layout is agreed.
 
-    OMP_NUM_THREADS=1 python benchmarks/dp_host_collectives_cpu.py [--reps 300] [--work-ms 5]
+    OMP_NUM_THREADS=1 python benchmarks/scripts/dp_host_collectives_cpu.py [--reps 300] [--work-ms 5]
 """
 
 from __future__ import annotations

@@ -4,15 +4,15 @@
 # sub3_largebox_003_mj.npz; docs/motion.md), in parts of at most 9 minutes. One command may run 10, and
 # the run's budget is 28. Every part after the first resumes the previous one on the same machine, so
 # the parts must run back to back; carry the clip as runs/clips (ignored by git).
-#   bash benchmarks/motion_tracking_h200.sh OUT_DIR 1     # starts /tmp/track_box
-#   bash benchmarks/motion_tracking_h200.sh OUT_DIR 2     # resumes it (and 3)
+#   bash benchmarks/scripts/motion_tracking_h200.sh OUT_DIR 1     # starts /tmp/track_box
+#   bash benchmarks/scripts/motion_tracking_h200.sh OUT_DIR 2     # resumes it (and 3)
 # Each part copies the metrics, the summary, the plots and `duorl metrics --last 100` into OUT_DIR, and
 # the last part also renders a video with the reference (VIDEO=1; MUJOCO_GL=egl, where the machine has EGL).
 # Measured (benchmarks/2026-12-01_motion_tracking_h200/): part 1 alone, PART_MINUTES=8, met issue #22's criterion.
 set -uo pipefail
 out=${1:?OUT_DIR}
 part=${2:?PART (1, 2, 3)}
-source benchmarks/device_env.sh
+source benchmarks/scripts/device_env.sh
 record_device "$out"
 run=/tmp/track_box
 clip=runs/clips/sub3_largebox_003_mj.npz

@@ -2,7 +2,7 @@
 # The collector tick as one CUDA graph on the H200: the cuda-marked env and tick tests, then
 # collector-only throughput of g1_walk_flat (4096 and 8192 envs), graph-captured ticks vs eager.
 # Run on the GPU machine from the repo root, after staging the wheels (../shared/tools/device-wheels.sh):
-#   bash benchmarks/collector_tick_h200.sh OUT_DIR
+#   bash benchmarks/scripts/collector_tick_h200.sh OUT_DIR
 set -uo pipefail
 out=${1:?OUT_DIR}
 source "$(dirname "$0")/device_env.sh"

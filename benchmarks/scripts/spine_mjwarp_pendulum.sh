@@ -4,7 +4,7 @@
 #   small: the task's own defaults (batch 256, 4 updates/iteration, [128,128] nets)
 #   fastsac: the FastSAC humanoid learner settings (batch 8192, 8 updates/iteration, default nets)
 # Run on the GPU machine from the repo root, after staging the wheels (../shared/tools/device-wheels.sh):
-#   bash benchmarks/spine_mjwarp_pendulum.sh OUT_DIR
+#   bash benchmarks/scripts/spine_mjwarp_pendulum.sh OUT_DIR
 set -euo pipefail
 out=${1:?OUT_DIR}
 source "$(dirname "$0")/device_env.sh"

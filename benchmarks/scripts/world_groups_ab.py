@@ -1,6 +1,6 @@
 """Do K groups of worlds stepped on K concurrent streams beat one batch of all the worlds? (GPU, physics only)
 
-    python3 benchmarks/world_groups_ab.py [--num-envs 4096] [--groups 1 2 4] [--ticks 200] [--repeats 2]
+    python3 benchmarks/scripts/world_groups_ab.py [--num-envs 4096] [--groups 1 2 4] [--ticks 200] [--repeats 2]
 
 A g1_walk_flat collector tick (captured, uncompiled) steps the worlds for `--warmup` ticks under the
 untrained actor, so the state holds standing, falling and fallen robots. That state (qpos, qvel, ctrl,

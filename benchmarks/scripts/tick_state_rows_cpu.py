@@ -1,6 +1,6 @@
 """How many constraint rows the worlds carry in a collector tick vs in the physics alone (CPU, MuJoCo C):
 
-    python3 benchmarks/tick_state_rows_cpu.py [--num-envs 256] [--steps 60] > tick_state_rows_cpu.txt
+    python3 benchmarks/scripts/tick_state_rows_cpu.py [--num-envs 256] [--steps 60] > benchmarks/2026-11-30_cpu_probes/tick_state_rows_cpu.txt
 
 The H200 timings (benchmarks/2026-11-30_collector_capacity_h200/) put the physics of a g1_walk_flat tick
 at about 10 ms, while the same 4 substeps alone from the tick's state take 7.5 ms holding the controls

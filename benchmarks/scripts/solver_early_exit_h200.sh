@@ -5,7 +5,7 @@
 #   2. collector-only throughput of g1_walk_flat at 4096 and 8192 envs, captured compiled ticks (the
 #      defaults), fixed iterations first, then the early exit, each its own process, one call
 # Run on the GPU machine from the repo root, after staging the wheels (../shared/tools/device-wheels.sh):
-#   bash benchmarks/solver_early_exit_h200.sh OUT_DIR [--bench-only]
+#   bash benchmarks/scripts/solver_early_exit_h200.sh OUT_DIR [--bench-only]
 # (CUDA_VISIBLE_DEVICES picks the GPU on a machine of several.)
 set -uo pipefail
 out=${1:?OUT_DIR}

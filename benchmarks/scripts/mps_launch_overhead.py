@@ -1,6 +1,6 @@
 """Per-launch cost of small CUDA kernels, eager and inside a CUDA graph, in one process (GPU machine):
 
-    python3 benchmarks/mps_launch_overhead.py [--launches 20000] [--out FILE.json]
+    python3 benchmarks/scripts/mps_launch_overhead.py [--launches 20000] [--out FILE.json]
 
 Run it once as a plain CUDA client and once as a client of an MPS daemon (CUDA_MPS_PIPE_DIRECTORY set to
 a running daemon's pipe directory), then compare `eager_us_per_launch` and `graph_us_per_kernel`.

@@ -4,7 +4,7 @@ before every replay, ahead of the launch: this tree's against another graphs.py,
 
     git show 9bac856:src/duorl/gpu/graphs.py > /tmp/graphs_old.py   # round 4: one walk per module tree
     git show b540a09:src/duorl/gpu/graphs.py > /tmp/graphs_old.py   # round 5: the walk without named_modules
-    OMP_NUM_THREADS=1 python benchmarks/graph_fingerprint_cpu.py /tmp/graphs_old.py
+    OMP_NUM_THREADS=1 python benchmarks/scripts/graph_fingerprint_cpu.py /tmp/graphs_old.py
 
 The output file has one block per round.
 """

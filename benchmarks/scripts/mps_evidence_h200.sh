@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MPS mode evidence on the GPU machine (run from the repo root; wheels of mujoco + omegaconf in .mpswhl):
-#   bash benchmarks/mps_evidence_h200.sh OUT_DIR
+#   bash benchmarks/scripts/mps_evidence_h200.sh OUT_DIR
 # 1) doctor and a train with cuda_process_sharing=mps and no daemon (must fail closed, < 5 s)
 # 2) duorl mps start, doctor, a train with mps (learner + collector on cuda:0; env on MuJoCo CPU),
 #    mps status while nothing runs, mps stop.
