@@ -5,7 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.duorl-installed
 HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo 1)
-TORCH_SPEC := $(if $(HAS_GPU),torch>=2.9,torch==2.13.0)
+comma := ,
+# the GPU build gets pyproject.toml's torch range (the newest tested release below its bound)
+TORCH_SPEC := $(if $(HAS_GPU),torch>=2.9$(comma)<2.14,torch==2.13.0)
 TORCH_NOTE := $(if $(HAS_GPU),an NVIDIA GPU is visible: the CUDA build,no NVIDIA GPU: the CPU build)
 ARGS ?=
 

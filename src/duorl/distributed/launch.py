@@ -107,10 +107,12 @@ def narrow_visible_devices(entry: Any) -> str:
 
 def nvml_gpu_count() -> int:
     """GPUs visible to this process, counted without initialising CUDA (NVML); 0 without a driver."""
-    try:
-        import torch
+    from duorl.gpu import torch_internals
 
-        n = torch.cuda._device_count_nvml()
+    try:
+        n = torch_internals.device_count_nvml()
+    except torch_internals.TorchInternalMissing:
+        raise
     except Exception:  # noqa: BLE001 - no NVML, no GPU
         return 0
     return max(int(n), 0)
