@@ -1,6 +1,6 @@
 """The configuration schema: every key a user can set, with its type, default and one-line meaning.
 
-Names follow DESIGN.md §2. YAML defaults per algo and task (config/defaults/) and `key=value`
+Names follow docs/design.md §2. YAML defaults per algo and task (config/defaults/) and `key=value`
 overrides are merged onto these dataclasses by `config.load`, then checked by `config.validate`.
 
 Every leaf is declared with `setting(default, "one-line meaning")`: that line is what `duorl config

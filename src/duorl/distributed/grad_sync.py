@@ -1,4 +1,4 @@
-"""Gradient averaging over ranks: the flat buffers of `algos.grad_buffers`, all-reduced (DESIGN.md §4).
+"""Gradient averaging over ranks: the flat buffers of `algos.grad_buffers`, all-reduced (docs/design.md §4).
 
 Each group's gradients live in one flat fp32 buffer allocated once at attach (every `.grad` is a
 view of it, so backward accumulates straight into it and its address never changes: a CUDA graph can

@@ -1,4 +1,4 @@
-"""Starting the ranks of a data-parallel run, and what a rank learns about itself (DESIGN.md §4).
+"""Starting the ranks of a data-parallel run, and what a rank learns about itself (docs/design.md §4).
 
 Launching is PyTorch's job: `duorl train ... training.devices=[0,1]` hands the very same command line
 to `torch.distributed.launcher` (the engine behind `torchrun`), which starts one worker per entry,

@@ -1,4 +1,4 @@
-"""Whole-cycle CUDA graphs: one learner iteration captured as one `torch.cuda.CUDAGraph` (DESIGN.md §5).
+"""Whole-cycle CUDA graphs: one learner iteration captured as one `torch.cuda.CUDAGraph` (docs/design.md §5).
 
 `WholeCycleGraph(learner, extra_generators=[sampler.generator]).train_iteration(sample, n)` is a
 drop-in for `learner.train_iteration(sample, n)`. Per distinct cycle (the learner's `cycle_key`:

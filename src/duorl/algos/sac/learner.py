@@ -1,6 +1,6 @@
 """FastSAC learner: SAC with twin C51 distributional critics, for massively parallel simulation.
 
-One update (DESIGN.md §3 runs `num_updates` of them per learner iteration):
+One update (docs/design.md §3 runs `num_updates` of them per learner iteration):
   critic   soft distributional Bellman target from the Polyak target critics; clipped double-Q by
            picking, per sample, the projected target distribution with the smaller expected value
   actor    every `policy_frequency`-th update (counted across calls): alpha*log pi - min(Q1, Q2)
