@@ -40,6 +40,7 @@ def test_compiled_step_matches_the_plain_step(task, steps):
     assert torch.equal(plain.generator.get_state(), fused.generator.get_state())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["g1_motion_tracking"])
 def test_compiled_step_matches_the_plain_step_from_the_same_state(task):
     """Each step's compiled pieces against the plain ones from one snapshot (tests/envs/compile_util.py):

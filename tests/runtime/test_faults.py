@@ -22,6 +22,7 @@ DEFAULT = {
 FULL = os.environ.get("DUORL_FAULT_MATRIX") == "1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ALL_CASES, ids=[c.id for c in ALL_CASES])
 def test_fault(case: FaultCase, tmp_path) -> None:
     if case not in DEFAULT and not FULL:
