@@ -200,9 +200,8 @@ class SimConfig:
     tick_compile: Optional[bool] = setting(
         None, "torch.compile an env step's tensor code (observations, rewards, terminations, resets): null = on "
               "with the tick graph, true = on (CUDA envs), false = off")
-    # Same worlds, same result. Off by default: on the H200 it gained 0.5% at 4096 G1 worlds and nothing at
-    # 8192 (benchmarks/2026-11-29_solver_early_exit_h200/): among thousands of worlds one almost always
-    # needs every iteration.
+    # Same worlds, same result. Off by default: among thousands of worlds one almost always needs every
+    # iteration, so the early exit gains nothing measurable (docs/benchmarks.md).
     solver_early_exit: bool = setting(
         False, "MuJoCo Warp's solver stops once every world has converged (a conditional node of the tick "
                "graph; needs it) instead of running its fixed opt.iterations")

@@ -7,7 +7,7 @@ One update (docs/design.md §3 runs `num_updates` of them per learner iteration)
   alpha    with the actor: log_alpha toward target entropy = target_entropy_scale * action_dim
   targets  Polyak average with tau after every critic update
 
-Graph-friendly by construction (a later issue captures a whole iteration in one CUDA graph): no
+Graph-friendly by construction, so that gpu/graphs.py can capture a whole iteration as one CUDA graph: no
 `.item()` or other host reads, no Python branch on a tensor value, fixed shapes, learning rates as
 device tensors (fused AdamW, capturable on CUDA), gradients allocated once and zeroed in place, and
 every random draw from one dedicated `torch.Generator` (register it with the graph). The actor
