@@ -110,6 +110,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_killing_the_collector_fails_the_run_naming_it(tmp_path):
     proc = _start(tmp_path / "k")
     try:
