@@ -42,7 +42,7 @@ def test_shipped_pendulum_defaults() -> None:
 
 
 def test_shipped_g1_walk_defaults() -> None:
-    """g1_walk_flat ships the settings that walked on the H200 (benchmarks/..._15min_low_entropy/): the
+    """g1_walk_flat ships the settings that walked on the H200 (benchmarks/2026-11-29_g1_walk_fastsac_h200_15min_low_entropy/): the
     published FastSAC G1 action range, a target entropy of -2.0 per action dimension for sac and a target
     std of 0.03 for flashsac and warpsac, which also run 50000 iterations;
     the tracking task uses the same range (issue 22: under pd real clips need |action| up to 4-6), and a

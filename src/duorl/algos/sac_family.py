@@ -14,6 +14,7 @@ from torch import nn
 from duorl.algos.base import Batch, GradientSynchronizer, NullSynchronizer
 from duorl.algos.capture import CycleCaptureMixin
 from duorl.config.switches import compile_enabled
+from duorl.gpu import torch_internals
 from duorl.gpu.compiling import maybe_compile
 from duorl.algos.sac.networks import tanh_gaussian_log_prob
 from duorl.algos.sac.normalizer import RunningObsNormalizer
@@ -33,7 +34,7 @@ def step_unless_invalid(optimizer: torch.optim.Optimizer, verdict: torch.Tensor 
     """optimizer.step(), skipped on the device when `verdict` is 0: the learners' AdamW is fused, whose
     `found_inf` input leaves parameters, moments and step counts bitwise as they were (no host sync)."""
     if verdict is not None:
-        optimizer.found_inf = 1.0 - verdict  # type: ignore[attr-defined]
+        torch_internals.set_found_inf(optimizer, 1.0 - verdict)
     optimizer.step()
 
 
@@ -290,10 +291,10 @@ class SACFamilyLearner(CycleCaptureMixin):
         """Polyak average toward the critic; skipped (weight 0: the targets stay bitwise as they were)
         with the critic's step when its verdict is 0."""
         if verdict is None:
-            torch._foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)
+            torch_internals.foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)
             return
         # t += (verdict * tau) * (c - t) as three multi-tensor kernels (a lerp weighted by a tensor is one
         # kernel per parameter); a weight of 0 adds exact zeros: the targets stay bitwise
-        delta = torch._foreach_sub(self._critic_params, self._target_params)
-        torch._foreach_mul_(delta, verdict * self.cfg.tau)
-        torch._foreach_add_(self._target_params, delta)
+        delta = torch_internals.foreach_sub(self._critic_params, self._target_params)
+        torch_internals.foreach_mul_(delta, verdict * self.cfg.tau)
+        torch_internals.foreach_add_(self._target_params, delta)

@@ -1,5 +1,5 @@
 """Everything a run can refuse that the configuration's own checks cannot see, checked before the run
-directory exists (DESIGN.md §8): the task's own check of its inputs (the G1 tasks: the model builds
+directory exists (docs/design.md §8): the task's own check of its inputs (the G1 tasks: the model builds
 into a G1; a reference clip is checked just before, by envs/motion/load.check_motion_file), the debug
 hooks' names and the run directory's path. A refusal is one line naming the key or file, the value and the fix; `duorl train` exits 2 and
 leaves nothing behind (docs/exit_codes.md). The checkpoint of `training.resume` is checked next, when

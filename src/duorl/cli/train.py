@@ -1,7 +1,7 @@
 """`duorl train`: wire a validated Config into one duo (one rank of a data-parallel run) and a run directory.
 
 This is the application layer: it alone knows the concrete algorithm and task registries, and hands
-the runtime plain factories (DESIGN.md §1). Without data parallel one process runs the whole job. As
+the runtime plain factories (docs/design.md §1). Without data parallel one process runs the whole job. As
 a rank (started by `duorl.distributed.launch` or torchrun), the process first agrees with its peers on the
 configuration, the MPS verdicts, the checkpoint and the memory it needs, all before any collector
 starts; rank 0 alone holds the run directory.

@@ -23,8 +23,9 @@ def available_tasks() -> list[str]:
     """Task names the envs registry can build.
 
     The registry is imported lazily (it pulls in torch and the simulators, which `--help` and config
-    errors should not pay for unless they need the list). Until envs/registry.py exists, the task
-    YAML files stand in for it; any other import failure is a real bug and propagates.
+    errors should not pay for unless they need the list); it is the one import of a higher layer in
+    config/ (docs/design.md §1). Where the envs package cannot be imported at all, the task YAML files
+    stand in for it; any other import failure is a real bug and propagates.
     """
     try:
         from duorl.envs.registry import TASKS

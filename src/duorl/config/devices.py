@@ -113,7 +113,7 @@ def resolve_entry(cfg: Config, entry: Any) -> str:
                 f"ordinals 0..{count - 1}", f"pick one of them, e.g. {KEY}=[0]",
             )
         return f"cuda:{n}"
-    # A UUID or MIG id: once CUDA_VISIBLE_DEVICES is narrowed to it, it is cuda:0 (DESIGN.md §4).
+    # A UUID or MIG id: once CUDA_VISIBLE_DEVICES is narrowed to it, it is cuda:0 (docs/design.md §4).
     if os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() == entry:
         return "cuda:0"
     if kind == "uuid":

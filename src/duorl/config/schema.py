@@ -1,6 +1,6 @@
 """The configuration schema: every key a user can set, with its type, default and one-line meaning.
 
-Names follow DESIGN.md §2. YAML defaults per algo and task (config/defaults/) and `key=value`
+Names follow docs/design.md §2. YAML defaults per algo and task (config/defaults/) and `key=value`
 overrides are merged onto these dataclasses by `config.load`, then checked by `config.validate`.
 
 Every leaf is declared with `setting(default, "one-line meaning")`: that line is what `duorl config
@@ -200,9 +200,8 @@ class SimConfig:
     tick_compile: Optional[bool] = setting(
         None, "torch.compile an env step's tensor code (observations, rewards, terminations, resets): null = on "
               "with the tick graph, true = on (CUDA envs), false = off")
-    # Same worlds, same result. Off by default: on the H200 it gained 0.5% at 4096 G1 worlds and nothing at
-    # 8192 (benchmarks/2026-11-29_solver_early_exit_h200/): among thousands of worlds one almost always
-    # needs every iteration.
+    # Same worlds, same result. Off by default: among thousands of worlds one almost always needs every
+    # iteration, so the early exit gains nothing measurable (docs/benchmarks.md).
     solver_early_exit: bool = setting(
         False, "MuJoCo Warp's solver stops once every world has converged (a conditional node of the tick "
                "graph; needs it) instead of running its fixed opt.iterations")

@@ -1,4 +1,4 @@
-"""One duo: the learner loop in this process and a spawned collector process (DESIGN.md §3).
+"""One duo: the learner loop in this process and a spawned collector process (docs/design.md §3).
 
 Learner iteration k: wait until every tick < k*s is in replay, train `updates_per_step` updates on
 ticks the collector cannot be writing, publish W_{k+1}. Collector iteration k runs with W_k. The policy

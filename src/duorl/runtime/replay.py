@@ -2,7 +2,7 @@
 
 The ring holds `capacity_ticks` collector ticks of `num_envs` transitions each; tick t lives in row
 t % capacity_ticks. The learner allocates it; the collector writes rows; the learner samples only from
-a window of ticks that the collector cannot be writing (DESIGN.md §3):
+a window of ticks that the collector cannot be writing (docs/design.md §3):
 
     learner iteration k reads ticks [max(0, k*s - (C - s)), k*s)
 

@@ -1,4 +1,4 @@
-"""The run directory (DESIGN.md §8): the Reporter of one run, which writes its metrics, progress,
+"""The run directory (docs/design.md §8): the Reporter of one run, which writes its metrics, progress,
 checkpoints and summary. Under data parallel only rank 0 holds one."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def default_run_dir(cfg: Config) -> Path:
 
 
 class RunDirectory:
-    """The Reporter of one run: metrics, progress, checkpoints and the summary (DESIGN.md §8)."""
+    """The Reporter of one run: metrics, progress, checkpoints and the summary (docs/design.md §8)."""
 
     def __init__(self, cfg: Config, run_dir: Path, learner: Any, device: torch.device) -> None:
         from duorl.telemetry.progress import ProgressLine
