@@ -21,16 +21,12 @@ import duorl.config.devices as devices
 from duorl.config.catalog import algo_yaml, available_tasks, task_yaml
 from duorl.config.errors import NO_VALUE, ConfigError, ConfigErrors, format_value
 from duorl.config.extras import check_extras
-from duorl.config.keys import close_matches, default_of, leaf_types
+from duorl.config.keys import close_matches, default_of, describe, leaf_types
 from duorl.config.schema import ALGOS, Config
 from duorl.config.validate import validate
 
 __all__ = ["load_config", "resolve_config", "config_to_dict", "config_hash", "best_sim"]
 
-# Examples for keys whose schema default (null) shows nothing useful.
-_EXAMPLES: dict[str, Any] = {"training.devices": ["cpu"], "task.max_episode_steps": 1000}
-# Allowed values spelled out where the schema type ("list[any] or null") says too little.
-_ALLOWED: dict[str, str] = {"training.devices": devices.ALLOWED}
 # Algo and task names become file names: keep them plain so `--task ../x` cannot reach other files.
 _NAME = re.compile(r"[A-Za-z0-9_\-]+")
 
@@ -88,9 +84,12 @@ def _wrap(e: Exception, key: str | None, value: Any, source: str) -> ConfigError
         return ConfigError(full_key, value, f"unknown key{where}", allowed, fix)
     expected = leaf_types().get(base)
     if expected is not None:
-        example = _EXAMPLES.get(base, default_of(base))
+        info = describe()[base]
+        # the schema's example where the default (null) shows nothing useful
+        example = info.setting.example if info.setting and info.setting.example is not None else info.default
         eg = f", e.g. {base}={format_value(example)}" if example is not None else ""
-        return ConfigError(full_key, value, f"wrong type{where}: {first_line}", _ALLOWED.get(base, expected),
+        allowed = info.allowed if info.setting and info.setting.allowed else expected
+        return ConfigError(full_key, value, f"wrong type{where}: {first_line}", allowed,
                            f"give {base} a value of type {expected}{eg}")
     return ConfigError(full_key, value, f"invalid{where}: {first_line}", "the values `duorl config --keys` lists",
                        "fix or remove this entry")
