@@ -180,8 +180,8 @@ class AlgoConfig:
                                        "transitions)", min=0)
     buffer_size: int = setting(1024, "replay capacity in ticks per env (the ring holds buffer_size * num_envs "
                                      "transitions)", min=1,
-                          allowed=">= 2 * training.env_steps_per_sync, and (buffer_size - training.env_steps_per_sync) "
-                                  "* training.num_envs >= algo.batch_size")
+                          allowed=">= 2 * training.env_steps_per_sync, and buffer_size * training.num_envs >= "
+                                  "algo.batch_size (one minibatch fits in the ring)")
     # gamma = 1 makes the bootstrapped return unbounded at time-limit truncations
     gamma: float = setting(0.97, "discount", above=0, below=1,
                            fix="set algo.gamma=0.99 (or 0.97 for short-horizon locomotion)")
