@@ -298,3 +298,14 @@ def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyP
     assert called == []
     assert main(["train", "--sim", "mujoco", "algo.max_iterations=7"]) == 0
     assert len(called) == 1 and isinstance(called[0], Config) and called[0].algo.max_iterations == 7
+
+
+def test_config_command_refuses_data_parallel_keys_on_one_device() -> None:
+    """`duorl config` runs the same check as `duorl train`."""
+    from duorl.config.reference import resolved_listing
+
+    with pytest.raises(ConfigError) as info:
+        resolved_listing(ALGO, TASK, "mujoco", ["training.dp_timeout_s=60"])
+    assert info.value.key == "training.dp_timeout_s"
+    assert "dp_timeout_s: 60.0" in resolved_listing(ALGO, TASK, "mujoco", ["training.dp_timeout_s=60",
+                                                                            "training.devices=[cpu,cpu]"])

@@ -86,7 +86,11 @@ def resolved_listing(algo: str, task: str, sim: str | None, overrides: list[str]
     """`duorl config`: the command, the sources it used, then the resolved YAML. Raises ConfigError."""
     from duorl.config.load import SOURCES, algo_base, config_to_dict, resolve_config
 
+    from duorl.config.switches import data_parallel_enabled
+    from duorl.config.validate import check_data_parallel_keys
+
     cfg, sources = resolve_config(algo, task, sim, overrides)
+    check_data_parallel_keys(cfg, data_parallel_enabled(cfg, launched_rank=False))  # as `duorl train` does
     command = " ".join(["duorl config --algo", algo, "--task", task, *(["--sim", sim] if sim else []), *overrides])
     base = algo_base(algo)
     legend = [f"  {s}: {SOURCES[s].replace('ALGO', algo).replace('TASK', task)}"
