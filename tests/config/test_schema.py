@@ -50,6 +50,30 @@ def test_every_setting_declares_what_its_type_needs() -> None:
     assert not problems, "config/schema.py:\n  " + "\n  ".join(problems)
 
 
+@pytest.mark.parametrize(("tp", "s", "lacks"), [
+    (int, Setting("n"), "without bounds"),
+    (typing.Optional[float], Setting("x"), "without bounds"),
+    (typing.Optional[str], Setting("t"), "without choices"),
+    (str, Setting("p", free_form=True), "without an `allowed` text"),
+    (list[int], Setting("widths"), "without bounds on its elements"),
+    (typing.Optional[list[Any]], Setting("devices"), "without an `allowed` text"),
+    (int, Setting("", min=0), "help"),
+    (bool, Setting("b", resume="sometimes"), "resume="),
+    (int, None, "no setting(...)"),
+])
+def test_the_walk_names_what_a_declaration_lacks(tp: Any, s: Setting | None, lacks: str) -> None:
+    assert lacks in (_missing("k", tp, s) or "")
+
+
+@pytest.mark.parametrize(("tp", "s"), [
+    (int, Setting("n", min=0)), (float, Setting("x", above=0, max=1)), (bool, Setting("b")),
+    (typing.Optional[str], Setting("t", choices=("a",))), (str, Setting("p", free_form=True, allowed="a path")),
+    (float, Setting("x", free_form=True, allowed="finite, < algo.v_max")),
+])
+def test_the_walk_accepts_a_complete_declaration(tp: Any, s: Setting) -> None:
+    assert _missing("k", tp, s) is None
+
+
 def test_every_default_keeps_its_own_bounds_and_choices() -> None:
     """A default the key's own rule refuses would make the schema contradict itself."""
     from duorl.config.validate import _check_setting  # noqa: PLC2701 - the per-key check itself
