@@ -107,7 +107,9 @@ def _check_text(key: str, v: Any, s: Setting, optional: bool) -> None:
     if v not in s.choices:
         shown = (("null",) if optional else ()) + s.choices
         also = f" (or {', '.join(shown[1:])})" if len(shown) > 1 else ""
-        raise ConfigError(key, v, "not one of the allowed values", ", ".join(shown), s.fix or f"set {key}={shown[0]}{also}")
+        section, _, leaf = key.rpartition(".")
+        what = f"{section.rsplit('.', 1)[-1]} name" if leaf == "name" else leaf.replace("_", " ")  # unknown algo name
+        raise ConfigError(key, v, f"unknown {what}", ", ".join(shown), s.fix or f"set {key}={shown[0]}{also}")
 
 
 def _check_int_list(key: str, v: Any, s: Setting) -> None:

@@ -44,12 +44,12 @@ def _algo_only_config(algo: str, overrides: list[str]) -> Any:
     """schema < algo YAML < overrides, without any task layer (the G1-dimension default)."""
     import yaml
 
-    from duorl.config.catalog import algo_yaml
+    from duorl.config.load import read_algo_yaml
     from duorl.config.schema import Config
     from duorl.config.validate import validate
 
     cfg = Config()
-    data = yaml.safe_load(algo_yaml(algo).read_text(encoding="utf-8")) or {}
+    data = read_algo_yaml(algo)  # with the file its base: names (warpsac.yaml: flashsac.yaml)
     for section, values in data.items():
         for key, value in (values or {}).items():
             _set_dotted(cfg, f"{section}.{key}", value)
