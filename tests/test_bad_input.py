@@ -138,6 +138,8 @@ _ONE_KEY = [
     ("debug.slow_phase=nowhere", "debug.slow_phase=nowhere"),
     ("debug.slow_phase=learner:dreaming", "debug.slow_phase=learner:dreaming"),
     ("training.resume=/nonexistent/run", "training.resume=/nonexistent/run"),
+    ("algo.buffer_size=4", "algo.batch_size=32"),  # 4 ticks x 4 envs (TINY): fewer transitions than one batch
+    ("training.dp_timeout_s=60", "training.dp_timeout_s=60"),  # a one-device run reads no data-parallel key
 ]
 for _override, _needle in _ONE_KEY:
     c(f"config {_override}")(lambda tmp, o=_override, n=_needle: (_train(tmp, o), (n,)))

@@ -60,11 +60,12 @@ def test_weights_identical_whatever_process_is_slow(tmp_path):
 
 @pytest.mark.slow
 def test_learner_never_samples_rows_being_written(tmp_path):
-    # a ring of 6 ticks with 2 ticks per iteration wraps every 3 iterations
+    # a ring of 6 ticks with 2 ticks per iteration wraps every 3 iterations; 8 envs: one batch (32) fits
     r = run_duorl(
         tmp_path / "w",
         "algo.max_iterations=30",
         "algo.buffer_size=6",
+        "training.num_envs=8",
         "training.env_steps_per_sync=2",
         "algo.learning_starts=2",
         "debug.check_replay_window=true",

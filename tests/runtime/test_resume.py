@@ -102,7 +102,8 @@ def test_a_checkpoint_without_the_tasks_state_is_refused_early(tmp_path):
     """A checkpoint whose task state lacks an entry this version's task restores (written before the
     task kept it) stops the resume with the missing names, before any process is started."""
     first = tmp_path / "first"
-    r = run_duorl(first, "algo.max_iterations=2", "training.num_envs=2", *COMMON, task="g1_walk_flat")
+    # 2 envs x 8 ticks: a batch of 16 fits the ring
+    r = run_duorl(first, "algo.max_iterations=2", "training.num_envs=2", "algo.batch_size=16", *COMMON, task="g1_walk_flat")
     assert r.returncode == 0, r.stderr[-3000:]
     final = first / "checkpoints" / "final.pt"
     data = torch.load(final, weights_only=False)
@@ -110,7 +111,7 @@ def test_a_checkpoint_without_the_tasks_state_is_refused_early(tmp_path):
     del task_state["last_policy_action"], task_state["prev_policy_action"]
     old = tmp_path / "old.pt"
     torch.save(data, old)
-    r = run_duorl(tmp_path / "again", "algo.max_iterations=4", "training.num_envs=2", *COMMON,
+    r = run_duorl(tmp_path / "again", "algo.max_iterations=4", "training.num_envs=2", "algo.batch_size=16", *COMMON,
                   f"training.resume={old}", task="g1_walk_flat")
     assert r.returncode == 2, r.stderr[-3000:]
     assert "older duorl" in r.stderr and "last_policy_action, prev_policy_action" in r.stderr

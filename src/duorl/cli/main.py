@@ -34,9 +34,8 @@ class _LazyHelpParser(argparse.ArgumentParser):
 
 def _train_description() -> str:
     from duorl.config.catalog import available_tasks
-    from duorl.config.validate import BUILT_ALGOS
 
-    algos = ", ".join(a if a in BUILT_ALGOS else f"{a} (not built yet)" for a in ALGOS)
+    algos = ", ".join(ALGOS)
     sims = "; ".join(f"{s} ({_SIM_NOTES.get(s, '')})" for s in SIMS)
     return (
         "Train a policy with one learner/collector duo.\n\n"
@@ -294,8 +293,11 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
             narrow_visible_devices(rank_device_entry(shape.training.devices, shape.sim.name, renv, nvml_gpu_count()))
         cfg = load_config(args.algo, args.task, args.sim, overrides)
         from duorl.config.switches import data_parallel_enabled
+        from duorl.config.validate import check_data_parallel_keys
 
-        if renv is None and data_parallel_enabled(cfg, launched_rank=False):
+        data_parallel = data_parallel_enabled(cfg, launched_rank=renv is not None)
+        check_data_parallel_keys(cfg, data_parallel)
+        if renv is None and data_parallel:
             return _launch_data_parallel(cfg, argv)
         from duorl.cli.train import train  # the runtime, imported only once the config is known good
 

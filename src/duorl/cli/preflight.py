@@ -34,12 +34,14 @@ def task_check(task: Any) -> list[str]:
 
 
 def _check_slow_phase(cfg: Config) -> None:
+    """debug.slow_phase names a phase of a duo process: checked here only, since the phases are the
+    runtime's (config.validate, below it, cannot know them)."""
     from duorl.runtime.heartbeat import PHASES, known_phase
 
     v = cfg.debug.slow_phase
     if v is not None and not known_phase(v):
         names = "; ".join(f"{side}: {', '.join(p)}" for side, p in PHASES.items())
-        raise ConfigError("debug.slow_phase", v, "names no phase of that process", names,
+        raise ConfigError("debug.slow_phase", v, "names no phase of a duo process (PROCESS:PHASE)", names,
                           "e.g. debug.slow_phase='learner:writing a checkpoint', or remove the key")
 
 

@@ -11,13 +11,13 @@ import re
 from typing import Any
 
 from duorl.config.errors import ConfigError
+from duorl.config.schema import DEVICES_ALLOWED as ALLOWED
 from duorl.config.schema import Config
 
 KEY = "training.devices"
 # set in a data-parallel rank once it narrowed CUDA_VISIBLE_DEVICES to its entry (distributed.launch): the
 # torch device this process uses
 RANK_DEVICE_ENV = "DUORL_RANK_DEVICE"
-ALLOWED = 'null, [cpu], [N] (a CUDA ordinal), [cuda:N], [GPU-<uuid>] or [MIG-<id>]'
 _CUDA_N = re.compile(r"^cuda:(\d+)$")
 
 

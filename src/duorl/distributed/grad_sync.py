@@ -25,11 +25,11 @@ import torch.distributed as dist
 from torch import nn
 
 from duorl.algos.grad_buffers import FlatGroup, LocalValidity
+from duorl.config.schema import WIRE_DTYPES
 from duorl.gpu import torch_internals
 from duorl.gpu.graphs import forked_stream
 from duorl.runtime.coordination import RankLost
 
-WIRE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # below this many gradient elements a group always travels in fp32 (bf16 saves nothing worth its error)
 WIRE_MIN_ELEMENTS = 1024
 

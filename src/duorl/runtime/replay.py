@@ -53,6 +53,13 @@ class AgeBias:
     min_weight: float = 0.1
     num_buckets: int = 2000
 
+    @classmethod
+    def of(cls, algo: Any) -> "AgeBias | None":
+        """The bias an AlgoConfig asks for: algo.decay_step > 0 (WarpSAC), else None (uniform replay)."""
+        if algo.decay_step <= 0:
+            return None
+        return cls(algo.decay_step, algo.replay_min_weight, algo.replay_num_buckets)
+
     def __post_init__(self) -> None:
         if self.decay_ticks < 0 or not 0.0 < self.min_weight <= 1.0 or self.num_buckets < 1:
             raise ValueError(f"invalid AgeBias {self}: decay_ticks >= 0, 0 < min_weight <= 1, num_buckets >= 1")
