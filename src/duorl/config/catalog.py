@@ -20,16 +20,8 @@ def yaml_task_names() -> list[str]:
 
 
 def available_tasks() -> list[str]:
-    """Task names the envs registry can build.
+    """The builtin and entry-point task names (envs/task_sources.py; import paths and mjlab ids are
+    open-ended and not listed). That module is light: no torch, no simulator."""
+    from duorl.envs.task_sources import task_names
 
-    The registry is imported lazily (it pulls in torch and the simulators, which `--help` and config
-    errors should not pay for unless they need the list). Until envs/registry.py exists, the task
-    YAML files stand in for it; any other import failure is a real bug and propagates.
-    """
-    try:
-        from duorl.envs.registry import TASKS
-    except ModuleNotFoundError as e:
-        if e.name not in ("duorl.envs.registry", "duorl.envs"):
-            raise
-        return yaml_task_names()
-    return sorted(TASKS)
+    return task_names()

@@ -10,7 +10,6 @@ import typing
 from typing import Any, Callable
 
 import duorl.config.devices as devices
-from duorl.config.catalog import yaml_task_names
 from duorl.config.schema import Config
 
 
@@ -113,12 +112,17 @@ def _allowed_from_validator(key: str, type_name: str) -> str:
     return "any"
 
 
+def _task_names_allowed() -> str:
+    from duorl.envs.task_sources import ALLOWED  # light: no torch, no simulator
+
+    return ALLOWED
+
+
 # Keys whose allowed values are defined by the module that checks them (it imports the schema, so the
-# schema cannot name them). task.name: the task YAMLs, not the envs registry, whose import costs seconds
-# (the same set: tested).
+# schema cannot name them). task.name: the task sources (envs/task_sources.py).
 _ALLOWED_ELSEWHERE: dict[str, Callable[[], str]] = {
     "training.devices": lambda: devices.ALLOWED,
-    "task.name": lambda: ", ".join(yaml_task_names()),
+    "task.name": _task_names_allowed,
 }
 
 

@@ -33,6 +33,9 @@ _EXAMPLES: dict[str, Any] = {"training.devices": ["cpu"], "task.max_episode_step
 _ALLOWED: dict[str, str] = {"training.devices": devices.ALLOWED}
 # Algo and task names become file names: keep them plain so `--task ../x` cannot reach other files.
 _NAME = re.compile(r"[A-Za-z0-9_\-]+")
+# a task name may also be an import path (package.module:factory) or mjlab:<id> (envs/task_sources.py);
+# only a plain name reads a task YAML
+_TASK_NAME = re.compile(r"[A-Za-z0-9_\-.:]+")
 
 
 def best_sim() -> str:
@@ -190,9 +193,9 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
     """load_config's Config and, per dotted key, the layer that set its value (a key of SOURCES)."""
     if not _NAME.fullmatch(algo):
         raise ConfigError("algo.name", algo, "unknown algorithm", ", ".join(ALGOS), "pick one with --algo, e.g. --algo sac")
-    if not _NAME.fullmatch(task):
+    if not _TASK_NAME.fullmatch(task):
         raise ConfigError("task.name", task, "unknown task", ", ".join(available_tasks()),
-                          "pick one with --task (see `duorl train --help`)")
+                          "pick one with --task (`duorl tasks` lists every task)")
     cfg: DictConfig = OmegaConf.structured(Config)
     sources = dict.fromkeys(leaf_types(), "schema")
 
@@ -208,7 +211,7 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
         merge(_read_yaml(path), "algo", str(path))
 
     path = task_yaml(task)
-    if path.is_file():
+    if _NAME.fullmatch(task) and path.is_file():  # builtin tasks; others start from the schema's task defaults
         data = _read_yaml(path)
         by_name = data.pop("algo_by_name", None) or {}
         if not isinstance(by_name, dict) or not set(by_name) <= set(ALGOS):

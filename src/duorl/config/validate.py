@@ -14,7 +14,6 @@ import math
 import os
 from typing import Any
 
-from duorl.config.catalog import available_tasks
 from duorl.config.devices import ALLOWED as DEVICES_ALLOWED
 from duorl.config.devices import RANK_DEVICE_ENV, entry_kind, resolve_device, resolve_entry
 from duorl.config.errors import ConfigError, ConfigErrors
@@ -167,10 +166,18 @@ def _check_sim_name(cfg: Config) -> None:
 
 
 def _check_task_name(cfg: Config) -> None:
-    tasks = available_tasks()
-    if cfg.task.name not in tasks:
-        raise ConfigError("task.name", cfg.task.name, "unknown task", ", ".join(tasks) or "(no task registered)",
-                          "pick one with --task (see `duorl train --help`)")
+    """The name resolves to one task source (envs/task_sources.py). Builtin names pass without an import;
+    any other is imported and its spec checked here, before anything is built."""
+    from duorl.envs.task_sources import check_task  # light: no torch, no simulator
+
+    check_task(cfg.task)
+
+
+def _check_task_sim(cfg: Config) -> None:
+    """An mjlab task always steps MuJoCo Warp (duorl.envs.mjlab builds it whole)."""
+    if cfg.task.name.startswith("mjlab:") and cfg.sim.name != "mjwarp":
+        raise ConfigError("sim.name", cfg.sim.name, f"an mjlab task ({cfg.task.name}) always steps MuJoCo Warp",
+                          "mjwarp", "use --sim mjwarp (on a GPU, or warp's CPU device with training.devices=[cpu])")
 
 
 def _check_action_range(cfg: Config) -> None:
@@ -208,6 +215,7 @@ def _check_names(cfg: Config, p: _Problems) -> None:
         p.check(check, cfg)
     for check in (_check_action_range, _check_curriculum, _check_motion_file):
         p.check(check, cfg, needs=("task.name",))
+    p.check(_check_task_sim, cfg, needs=("task.name",))
 
 
 def _check_float_min(cfg: Config, key: str, lo: float, inclusive: bool) -> None:
