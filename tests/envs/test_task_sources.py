@@ -7,19 +7,18 @@ from __future__ import annotations
 import functools
 import pickle
 import sys
-import types
 from pathlib import Path
 
 import pytest
 
-from duorl.config.errors import ConfigError, InputRefused
+from duorl.config.errors import ConfigError
 from duorl.config.schema import SimConfig, TaskConfig
 from duorl.envs import registry, task_sources
 from duorl.envs.base import EnvSpec
 from duorl.envs.task_sources import check_spec, check_symmetry, make_task, probe_task, source_of, task_spec
+from tests.envs.fake_tasks import MJLAB_IDS, fake_mjlab_module
 
 FAKE = "tests.envs.fake_tasks"
-MJLAB_IDS = ["Mjlab-Cartpole-Swingup", "Mjlab-Cartpole-Balance", "Mjlab-Velocity-Flat-Unitree-G1"]
 
 
 def _dist(site: Path, name: str, entry_points: dict[str, str]) -> None:
@@ -126,32 +125,9 @@ def test_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # --------------------------------------------------------------------------------------------- mjlab
-def _fake_mjlab(calls: list, installed: bool = True) -> types.ModuleType:
-    """duorl.envs.mjlab as the mjlab helper's contract states it (PREFIX, check_installed, task_ids,
-    task_spec, make_vec_env)."""
-    fake = types.ModuleType("duorl.envs.mjlab")
-    fake.PREFIX = "mjlab:"  # type: ignore[attr-defined]
-
-    def check_installed() -> None:
-        if not installed:
-            raise InputRefused("mjlab is not installed. Fix: pip install 'duorl[mjlab]'")
-
-    fake.check_installed = check_installed  # type: ignore[attr-defined]
-    fake.task_ids = lambda: list(MJLAB_IDS)  # type: ignore[attr-defined]
-    fake.task_spec = lambda task_id, cfg: EnvSpec(task=cfg.name, actor_obs_dim=5, critic_obs_dim=7,  # type: ignore[attr-defined]
-                                                  action_dim=1, max_episode_steps=10, control_dt=0.02)
-
-    def make_vec_env(task_id, task_cfg, num_envs, device, seed, play=False):  # type: ignore[no-untyped-def]
-        calls.append((task_id, task_cfg.name, num_envs, device, seed, play))
-        return "a VecEnv"
-
-    fake.make_vec_env = make_vec_env  # type: ignore[attr-defined]
-    return fake
-
-
 def test_mjlab_tasks_are_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list = []
-    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", _fake_mjlab(calls))
+    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", fake_mjlab_module(calls))
     assert task_sources.MJLAB_PREFIX == sys.modules["duorl.envs.mjlab"].PREFIX
     cfg = TaskConfig(name="mjlab:Mjlab-Cartpole-Swingup")
     spec = registry.env_spec(cfg)
@@ -166,7 +142,7 @@ def test_mjlab_tasks_are_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("how", ["no adapter module", "mjlab missing"])
 def test_mjlab_not_installed_names_the_install_command(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", None if how == "no adapter module" else _fake_mjlab([], False))
+    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", None if how == "no adapter module" else fake_mjlab_module([], False))
     with pytest.raises(ConfigError) as e:
         registry.env_spec(TaskConfig(name="mjlab:Mjlab-Cartpole-Swingup"))
     assert e.value.key == "task.name" and "pip install 'duorl[mjlab]'" in str(e.value)
@@ -182,7 +158,7 @@ def test_listing_names_sizes_and_sources(tmp_path: Path, monkeypatch: pytest.Mon
     assert (rows["fake_pendulum"].actor_obs_dim, rows["fake_pendulum"].source) == (3, "entry point fakedist")
     assert rows["g1_walk_flat"].mirror and (rows["g1_walk_flat"].action_dim, rows["g1_walk_flat"].source) == (29, "builtin")
     assert rows["fake_broken"].error is not None and "no duorl Task" in rows["fake_broken"].error
-    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", _fake_mjlab([]))
+    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", fake_mjlab_module([]))
     entries, notes = task_sources.list_tasks()
     mjlab = [e for e in entries if e.source == "mjlab"]
     assert notes == [] and [e.name for e in mjlab] == [f"mjlab:{i}" for i in MJLAB_IDS]
