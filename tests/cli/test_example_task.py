@@ -8,8 +8,8 @@ the task again by its name.
 
 example_reach, 50-step episodes, reward minus the distance (m) to the target: a uniform random policy
 scores -13.4 and a zero policy -11.6 (64 envs, seed 0), a hand-written PD controller -1.0. With
-LEARN below, SAC ended its 400 iterations at -3.7, -3.7 and -3.2 (seeds 1, 2, 3; 12-17 s each on the
-2-core dev machine), and a deterministic play of the first scored -1.9.
+LEARN below, SAC ended its 400 iterations at -3.75, -3.67 and -3.23 (training.seed 1, 2, 3; 12-17 s
+each on the 2-core dev machine), and `duorl play --episodes 4` of the seed-1 run scored -1.50.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "duorl-example-task"
 NAME = "example_reach"
 IMPORT_PATH = "duorl_example_task:make_task"
-RETURN_THRESHOLD = -7.0  # well above random (-13.4) and zero (-11.6) policies, below what SAC reaches (-3.2 .. -3.7)
+RETURN_THRESHOLD = -7.0  # well above random (-13.4) and zero (-11.6) policies, below what SAC reaches (-3.23 .. -3.75)
 LEARN = [
     "training.num_envs=16", "training.torch_threads=1", "sim.nthread=1", "training.log_interval=10",
     "training.progress=false", "training.no_play=true", "algo.max_iterations=400", "algo.batch_size=128",
