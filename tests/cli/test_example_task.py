@@ -57,18 +57,27 @@ def _duorl(site: Path, *args: str, cwd: Path | None = None) -> subprocess.Comple
                           env=env, cwd=cwd)
 
 
-def test_duorl_tasks_lists_the_example(site: Path) -> None:
-    r = _duorl(site, "tasks", "--json")
-    assert r.returncode == 0, r.stderr
-    listing = json.loads(r.stdout)
+def test_duorl_tasks_lists_the_example(site: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """In this process, with the package's folder on sys.path (where importlib.metadata looks) and mjlab
+    hidden, so the listing is the same whether mjlab is installed or not."""
+    from duorl.cli.main import main
+
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", None)
+    assert main(["tasks", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
     rows = {t["name"]: t for t in listing["tasks"]}
     assert rows[NAME] == {"name": NAME, "source": "entry point duorl-example-task", "actor_obs_dim": 4,
                           "critic_obs_dim": 4, "action_dim": 2, "mirror": True, "error": None}
     assert rows["pendulum_swingup"]["source"] == "builtin"
-    table = _duorl(site, "tasks")
-    assert table.returncode == 0, table.stderr
-    line = next(x for x in table.stdout.splitlines() if x.startswith(NAME))
+    assert listing["notes"] == ["mjlab: not installed (pip install 'duorl[mjlab]')"]
+    assert main(["tasks"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["task", "actor", "obs", "critic", "obs", "action", "mirror", "source"]
+    line = next(x for x in table if x.startswith(NAME))
     assert line.split() == [NAME, "4", "4", "2", "yes", "entry", "point", "duorl-example-task"]
+    assert table[-1] == "mjlab: not installed (pip install 'duorl[mjlab]')"
 
 
 def test_the_example_trains_by_entry_point_and_plays(site: Path, tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
 """Task factories for the task-source tests, reached by import path (`--task tests.envs.fake_tasks:NAME`):
-one that works and one for each way a user's factory or task can break the Task contract; and a stand-in
-for duorl.envs.mjlab (installed with monkeypatch.setitem(sys.modules, ...))."""
+one that works and one for each way a user's factory or task can break the Task contract; a stand-in for
+duorl.envs.mjlab (installed with monkeypatch.setitem(sys.modules, ...)); a fake installed distribution."""
 
 from __future__ import annotations
 
 import dataclasses
 import types
+from pathlib import Path
 
 import torch
 
@@ -53,6 +54,16 @@ class _WideObs(PendulumSwingup):
 def wide_obs(cfg: TaskConfig) -> PendulumSwingup:
     """Observes 4 numbers where its spec says 3."""
     return _WideObs()
+
+
+def fake_distribution(site: Path, name: str, entry_points: dict[str, str]) -> None:
+    """An installed distribution as importlib.metadata finds it once `site` is on sys.path:
+    NAME-1.0.dist-info with these `duorl.tasks` entry points."""
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[duorl.tasks]\n{lines}")
 
 
 MJLAB_IDS = ["Mjlab-Cartpole-Swingup", "Mjlab-Cartpole-Balance", "Mjlab-Velocity-Flat-Unitree-G1"]

@@ -16,18 +16,9 @@ from duorl.config.schema import SimConfig, TaskConfig
 from duorl.envs import registry, task_sources
 from duorl.envs.base import EnvSpec
 from duorl.envs.task_sources import check_spec, check_symmetry, make_task, probe_task, source_of, task_spec
-from tests.envs.fake_tasks import MJLAB_IDS, fake_mjlab_module
+from tests.envs.fake_tasks import MJLAB_IDS, fake_distribution, fake_mjlab_module
 
 FAKE = "tests.envs.fake_tasks"
-
-
-def _dist(site: Path, name: str, entry_points: dict[str, str]) -> None:
-    """An installed distribution as importlib.metadata finds it on sys.path: NAME-1.0.dist-info."""
-    info = site / f"{name}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[{task_sources.ENTRY_POINT_GROUP}]\n{lines}")
 
 
 def test_builtin_tasks_are_the_task_yamls() -> None:
@@ -106,7 +97,7 @@ def test_symmetry_needs_a_mirror() -> None:
 
 
 def test_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _dist(tmp_path, "fakedist", {"fake_pendulum": f"{FAKE}:pendulum", "fake_broken": "no_such_module_xyz:make",
+    fake_distribution(tmp_path, "fakedist", {"fake_pendulum": f"{FAKE}:pendulum", "fake_broken": "no_such_module_xyz:make",
                                  "pendulum_swingup": f"{FAKE}:pendulum"})
     monkeypatch.syspath_prepend(str(tmp_path))
     src = source_of("fake_pendulum")
@@ -119,7 +110,7 @@ def test_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # one source per name: a builtin's name, or a name two distributions register, is refused
     with pytest.raises(ConfigError, match="both a builtin task and an entry point of fakedist"):
         make_task(TaskConfig(name="pendulum_swingup"))
-    _dist(tmp_path, "otherdist", {"fake_pendulum": f"{FAKE}:wide_obs"})
+    fake_distribution(tmp_path, "otherdist", {"fake_pendulum": f"{FAKE}:wide_obs"})
     with pytest.raises(ConfigError, match="registered by several .* entry points: .*fakedist.*otherdist"):
         source_of("fake_pendulum")
 
@@ -149,7 +140,7 @@ def test_mjlab_not_installed_names_the_install_command(how: str, monkeypatch: py
 
 
 def test_listing_names_sizes_and_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _dist(tmp_path, "fakedist", {"fake_pendulum": f"{FAKE}:pendulum", "fake_broken": f"{FAKE}:returns_none"})
+    fake_distribution(tmp_path, "fakedist", {"fake_pendulum": f"{FAKE}:pendulum", "fake_broken": f"{FAKE}:returns_none"})
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", None)
     entries, notes = task_sources.list_tasks()
@@ -163,3 +154,19 @@ def test_listing_names_sizes_and_sources(tmp_path: Path, monkeypatch: pytest.Mon
     mjlab = [e for e in entries if e.source == "mjlab"]
     assert notes == [] and [e.name for e in mjlab] == [f"mjlab:{i}" for i in MJLAB_IDS]
     assert (mjlab[0].actor_obs_dim, mjlab[0].critic_obs_dim, mjlab[0].action_dim) == (5, 7, 1)
+
+
+def test_config_of_a_task_without_a_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Schema and algo YAML defaults only; an mjlab task gets sim.name=mjwarp unless --sim says otherwise,
+    and --sim mujoco is refused."""
+    from duorl.config.load import resolve_config
+
+    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", fake_mjlab_module([]))
+    cfg, sources = resolve_config("sac", "mjlab:Mjlab-Cartpole-Swingup", None, [])
+    assert (cfg.sim.name, sources["sim.name"]) == ("mjwarp", "auto")
+    assert sources["training.num_envs"] == "algo" and not any(v == "task" for v in sources.values())
+    with pytest.raises(ConfigError, match="sim.name=mujoco: an mjlab task .* always steps MuJoCo Warp") as e:
+        resolve_config("sac", "mjlab:Mjlab-Cartpole-Swingup", "mujoco", [])
+    assert e.value.key == "sim.name"
+    cfg, _ = resolve_config("sac", f"{FAKE}:pendulum", "mujoco", ["task.max_episode_steps=9"])
+    assert cfg.task.name == f"{FAKE}:pendulum" and cfg.task.max_episode_steps == 9

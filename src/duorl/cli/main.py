@@ -42,6 +42,7 @@ def _train_description() -> str:
         "Train a policy with one learner/collector duo.\n\n"
         f"algorithms (--algo): {algos}\n"
         f"tasks (--task):      {', '.join(available_tasks())}\n"
+        "                     or package.module:factory, or mjlab:ID (`duorl tasks` lists them; docs/tasks.md)\n"
         f"sims (--sim):        {sims}\n"
         "                     default: mjwarp when a CUDA device is visible, else mujoco\n\n"
         "Trailing key=value pairs override the configuration (order: schema < algo YAML < task YAML <\n"

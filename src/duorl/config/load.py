@@ -157,7 +157,7 @@ SOURCES = {
     "override": "a key=value argument",
     "--algo": "the --algo flag (default sac)", "--task": "the --task flag (default pendulum_swingup)",
     "--sim": "the --sim flag",
-    "auto": "picked for this machine (sim.name: mjwarp with a visible GPU, else mujoco)",
+    "auto": "picked for this machine (sim.name: mjwarp with a visible GPU or an mjlab task, else mujoco)",
 }
 
 
@@ -251,7 +251,7 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
             refused.append(e)
 
     if sim is None and not sim_overridden:
-        cfg.sim.name = best_sim()
+        cfg.sim.name = "mjwarp" if task.startswith("mjlab:") else best_sim()  # an mjlab task steps MuJoCo Warp
         sources["sim.name"] = "auto"
 
     try:
