@@ -136,7 +136,8 @@ def test_mjlab_not_installed_names_the_install_command(how: str, monkeypatch: py
     monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", None if how == "no adapter module" else fake_mjlab_module([], False))
     with pytest.raises(ConfigError) as e:
         registry.env_spec(TaskConfig(name="mjlab:Mjlab-Cartpole-Swingup"))
-    assert e.value.key == "task.name" and "pip install 'duorl[mjlab]'" in str(e.value)
+    assert e.value.key == "task.name" and str(e.value).count("Fix: ") == 1
+    assert e.value.fix == "pip install 'duorl[mjlab]'"
 
 
 def test_listing_names_sizes_and_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -170,8 +170,8 @@ def _mjlab_task(name: str) -> tuple[Any, str]:
         module = mjlab_module()
     except ConfigError as e:
         raise ConfigError(KEY, name, e.problem, e.allowed, e.fix) from None
-    except InputRefused as e:
-        raise ConfigError(KEY, name, str(e).rstrip("."), "the mjlab extra", MJLAB_INSTALL) from None
+    except InputRefused as e:  # check_installed's own line, without its fix (named once, here)
+        raise ConfigError(KEY, name, str(e).split(" Fix: ")[0].rstrip("."), "the mjlab extra", MJLAB_INSTALL) from None
     task_id = name[len(MJLAB_PREFIX):]
     ids = list(module.task_ids())
     if task_id not in ids:
