@@ -115,9 +115,9 @@ def source_of(name: str) -> TaskSource:
     if name in BUILTIN:
         return TaskSource(name, "builtin", BUILTIN[name])
     close = difflib.get_close_matches(name, task_names(), n=3, cutoff=0.5)
-    fix = f"did you mean {' or '.join(close)}? " if close else ""
+    fix = f"did you mean {' or '.join(close)}? " if close else "pick one with --task; "
     raise _refuse(name, "unknown task", ", ".join(task_names()),
-                  f"{fix}pick one with --task (`duorl tasks` lists every task; an own task: --task package.module:factory)")
+                  f"{fix}`duorl tasks` lists every task, and a task of your own runs as --task package.module:factory")
 
 
 def load_factory(source: TaskSource) -> Callable[[TaskConfig], Task]:
