@@ -171,3 +171,13 @@ def test_config_of_a_task_without_a_yaml(monkeypatch: pytest.MonkeyPatch) -> Non
     assert e.value.key == "sim.name"
     cfg, _ = resolve_config("sac", f"{FAKE}:pendulum", "mujoco", ["task.max_episode_steps=9"])
     assert cfg.task.name == f"{FAKE}:pendulum" and cfg.task.max_episode_steps == 9
+
+
+def test_validation_checks_an_mjlab_name_without_its_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mjlab's task_spec builds the task once: config validation checks the install and the id only."""
+    fake = fake_mjlab_module([])
+    fake.task_spec = lambda task_id, cfg: pytest.fail("validation built an mjlab task's spec")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", fake)
+    task_sources.check_task(TaskConfig(name="mjlab:Mjlab-Cartpole-Balance"))
+    with pytest.raises(ConfigError, match="unknown mjlab task id"):
+        task_sources.check_task(TaskConfig(name="mjlab:Mjlab-Cartpole"))

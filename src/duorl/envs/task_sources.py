@@ -225,9 +225,14 @@ def task_spec(task_cfg: TaskConfig) -> EnvSpec:
 
 
 def check_task(task_cfg: TaskConfig) -> None:
-    """Config validation's check of a task name: builtin names pass at once (nothing imported);
-    others are resolved, imported and their spec checked. ConfigError otherwise."""
+    """Config validation's check of a task name: builtin names pass at once (nothing imported); an mjlab
+    task needs mjlab and a known id (its spec, which builds the task once, is checked when a run asks for
+    it, still before anything of the run is built); others are imported and their spec checked.
+    ConfigError otherwise."""
     if task_cfg.name in BUILTIN:  # an entry point of the same name is refused when the task is made
+        return
+    if is_mjlab(task_cfg.name):
+        _mjlab_task(task_cfg.name)
         return
     task_spec(task_cfg)
 
