@@ -259,19 +259,12 @@ def test_validate_returns_the_config() -> None:
     assert validate(cfg) is cfg
 
 
-def test_task_names_fall_back_to_yaml_without_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "duorl.envs.registry", None)  # import raises ModuleNotFoundError
-    assert available_tasks() == yaml_task_names()
-    assert "pendulum_swingup" in available_tasks()
+def test_task_names_are_the_builtin_and_entry_point_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from duorl.envs import task_sources
 
-
-def test_task_names_come_from_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = types.ModuleType("duorl.envs.registry")
-    fake.TASKS = ("b_task", "a_task")  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "duorl.envs.registry", fake)
-    assert available_tasks() == ["a_task", "b_task"]
-    e = _error([], task=TASK)
-    assert e.key == "task.name" and "a_task, b_task" in e.allowed
+    assert set(yaml_task_names()) <= set(available_tasks())
+    monkeypatch.setattr(task_sources, "_entry_points", lambda: {"b_task": [], "a_task": []})
+    assert available_tasks() == sorted(["a_task", "b_task", *yaml_task_names()])
 
 
 def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyPatch) -> None:

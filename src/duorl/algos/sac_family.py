@@ -52,13 +52,10 @@ def _mirror_tensors(cfg: Any, spec: Any, device: torch.device) -> dict[str, tupl
     """The task's mirror (EnvSpec.mirror) as device (index, sign) pairs when algo.use_symmetry is on."""
     if not cfg.use_symmetry:
         return None
-    mirror = getattr(spec, "mirror", None)
-    if mirror is None:
-        from duorl.config.errors import ConfigError
+    from duorl.envs.task_sources import check_symmetry  # the rule train's preflight applies first
 
-        raise ConfigError("algo.use_symmetry", True, f"needs a task that describes its left-right mirror, and "
-                          f"{spec.task} does not", "true (tasks with a mirror: g1_walk_flat), false",
-                          "set algo.use_symmetry=false")
+    check_symmetry(spec, True)
+    mirror = spec.mirror
     return {key: (torch.tensor(getattr(mirror, key)[0], dtype=torch.long, device=device),
                   torch.tensor(getattr(mirror, key)[1], dtype=torch.float32, device=device))
             for key in ("actor_obs", "critic_obs", "action")}

@@ -80,7 +80,8 @@ def _exit_now(code: int) -> None:
 
 def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.algos.registry import make_actor, make_learner
-    from duorl.envs.registry import make_task, make_vec_env
+    from duorl.envs.registry import env_spec, make_task, make_vec_env
+    from duorl.envs.task_sources import is_mjlab
     from duorl.runtime.coordination import Solo
     from duorl.runtime.duo import Duo, StartRefused
     from duorl.runtime.settings import DuoSettings
@@ -123,9 +124,10 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     agree(None if verdict.ok else verdict.message, "probing CUDA MPS")
     if tr.torch_threads > 0:
         torch.set_num_threads(tr.torch_threads)
-    task = make_task(cfg.task)  # unbound: shapes and state names, no simulation
-    spec = task.spec
-    checked = preflight(cfg, task, lead)  # the task's inputs and the run directory's path (duorl/cli/preflight.py)
+    # unbound: shapes and state names, no simulation (None: an mjlab task, a whole VecEnv without a Task)
+    task = None if is_mjlab(cfg.task.name) else make_task(cfg.task)
+    spec = env_spec(cfg.task) if task is None else task.spec
+    checked = preflight(cfg, spec, task, lead)  # the task's inputs and the run directory's path (duorl/cli/preflight.py)
     for warning in checked.warnings:
         print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
     agree(checked.problem, "checking the run's inputs")

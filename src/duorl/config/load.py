@@ -29,6 +29,9 @@ __all__ = ["load_config", "resolve_config", "config_to_dict", "config_hash", "be
 
 # Algo and task names become file names: keep them plain so `--task ../x` cannot reach other files.
 _NAME = re.compile(r"[A-Za-z0-9_\-]+")
+# a task name may also be an import path (package.module:factory) or mjlab:<id> (envs/task_sources.py);
+# only a plain name reads a task YAML
+_TASK_NAME = re.compile(r"[A-Za-z0-9_\-.:]+")
 
 
 def best_sim() -> str:
@@ -153,7 +156,7 @@ SOURCES = {
     "override": "a key=value argument",
     "--algo": "the --algo flag (default sac)", "--task": "the --task flag (default pendulum_swingup)",
     "--sim": "the --sim flag",
-    "auto": "picked for this machine (sim.name: mjwarp with a visible GPU, else mujoco)",
+    "auto": "picked for this machine (sim.name: mjwarp with a visible GPU or an mjlab task, else mujoco)",
 }
 
 
@@ -223,7 +226,7 @@ def _shipped_layers(algo: str, task: str) -> _Layers:
         layers.merge(data, "algo", str(algo_yaml(algo)))
 
     path = task_yaml(task)
-    if path.is_file():
+    if _NAME.fullmatch(task) and path.is_file():  # builtin tasks; others start from the schema's task defaults
         data = _read_yaml(path)
         by_name = data.pop("algo_by_name", None) or {}
         if not isinstance(by_name, dict) or not set(by_name) <= set(ALGOS):
@@ -259,9 +262,9 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
     """load_config's Config and, per dotted key, the layer that set its value (a key of SOURCES)."""
     if not _NAME.fullmatch(algo):
         raise ConfigError("algo.name", algo, "unknown algorithm", ", ".join(ALGOS), "pick one with --algo, e.g. --algo sac")
-    if not _NAME.fullmatch(task):
+    if not _TASK_NAME.fullmatch(task):
         raise ConfigError("task.name", task, "unknown task", ", ".join(available_tasks()),
-                          "pick one with --task (see `duorl train --help`)")
+                          "pick one with --task (`duorl tasks` lists every task)")
     layers = _shipped_layers(algo, task)
     sources, merge = layers.sources, layers.merge
 
@@ -295,7 +298,7 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
 
     cfg = layers.cfg
     if sim is None and not sim_overridden:
-        cfg.sim.name = best_sim()
+        cfg.sim.name = "mjwarp" if task.startswith("mjlab:") else best_sim()  # an mjlab task steps MuJoCo Warp
         sources["sim.name"] = "auto"
 
     try:

@@ -18,7 +18,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from duorl.config.catalog import yaml_task_names
+from duorl.config.catalog import task_names_allowed
 
 ALGOS = ("sac", "flashsac", "warpsac")
 SIMS = ("mujoco", "mjwarp")
@@ -251,7 +251,7 @@ class AlgoConfig:
 class TaskConfig:
     # checked by config.validate against the envs registry (a task YAML is optional)
     name: str = setting("pendulum_swingup", "the task; chosen by --task", free_form=True,
-                        allowed=lambda: ", ".join(yaml_task_names()))
+                        allowed=task_names_allowed)
     max_episode_steps: Optional[int] = setting(
         None, "episode length in control steps (time-limit truncation); null = the task's own", min=1, example=1000,
         fix="remove the key or set task.max_episode_steps=1000")

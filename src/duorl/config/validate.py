@@ -16,7 +16,7 @@ import os
 import typing
 from typing import Any
 
-from duorl.config.catalog import available_tasks
+from duorl.config.catalog import check_task
 from duorl.config.devices import RANK_DEVICE_ENV, entry_kind, resolve_device, resolve_entry
 from duorl.config.errors import ConfigError, ConfigErrors, format_value
 from duorl.config.keys import bounds_text, data_parallel_only, default_of, leaves, number_text
@@ -148,10 +148,16 @@ def _check_settings(cfg: Config, p: "_Problems") -> None:
 
 
 def _check_task_name(cfg: Config) -> None:
-    tasks = available_tasks()
-    if cfg.task.name not in tasks:
-        raise ConfigError("task.name", cfg.task.name, "unknown task", ", ".join(tasks) or "(no task registered)",
-                          "pick one with --task (see `duorl train --help`)")
+    """The name resolves to one task source (envs/task_sources.py). Builtin names pass without an import;
+    any other is imported and its spec checked here, before anything is built."""
+    check_task(cfg.task)
+
+
+def _check_task_sim(cfg: Config) -> None:
+    """An mjlab task always steps MuJoCo Warp (duorl.envs.mjlab builds it whole)."""
+    if cfg.task.name.startswith("mjlab:") and cfg.sim.name != "mjwarp":
+        raise ConfigError("sim.name", cfg.sim.name, f"an mjlab task ({cfg.task.name}) always steps MuJoCo Warp",
+                          "mjwarp", "use --sim mjwarp (on a GPU, or warp's CPU device with training.devices=[cpu])")
 
 
 def _check_action_range(cfg: Config) -> None:
@@ -183,6 +189,7 @@ def _check_task_keys(cfg: Config, p: "_Problems") -> None:
     for check, key in ((_check_action_range, "task.action_range"), (_check_curriculum, "task.penalty_curriculum"),
                        (_check_motion_file, "task.motion_file")):
         p.check(check, cfg, needs=("task.name", key))
+    p.check(_check_task_sim, cfg, needs=("task.name", "sim.name"))
 
 
 def _check_support(cfg: Config) -> None:
