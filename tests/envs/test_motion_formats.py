@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duorl.cli.main import main as duorl_main
+from duorl.cli import main as cli
 from duorl.config.errors import ConfigError
 from duorl.config.schema import TaskConfig
 from duorl.envs.g1 import model as g1
@@ -66,7 +66,7 @@ def test_each_format_round_trips_through_import(layout, arrays, model, tmp_path,
     assert read_motion(src, g1.JOINT_NAMES, [model.body(b).name for b in range(1, model.nbody)]).format == fmt
     out = tmp_path / "out.npz"
     extra = ["--fps", "50"] if fmt == "csv" else []
-    assert duorl_main(["motion", "import", str(src), str(out), *extra]) == 0
+    assert cli.main(["motion", "import", str(src), str(out), *extra]) == 0
     captured = capsys.readouterr()
     assert "wrote" in captured.out
     # the Isaac Lab order is recognised (and said); every other layout reads without a word
@@ -82,7 +82,7 @@ def test_each_format_round_trips_through_import(layout, arrays, model, tmp_path,
 def test_import_resamples_and_states_the_csv_frame_rate(arrays, model, tmp_path, capsys):
     src = write_csv(tmp_path / "l.csv", arrays)
     out = tmp_path / "o.npz"
-    assert duorl_main(["motion", "import", str(src), str(out), "--fps", "50", "--out-fps", "30"]) == 0
+    assert cli.main(["motion", "import", str(src), str(out), "--fps", "50", "--out-fps", "30"]) == 0
     c = load_clip(out)
     assert c.fps == 30.0 and c.num_frames == 61
     np.testing.assert_allclose(c.joint_pos[30], arrays["joint_pos"][50], atol=1e-6)  # t = 1 s
@@ -254,7 +254,7 @@ def test_check_motion_file_raises_a_config_error_naming_the_key(arrays, tmp_path
 def test_train_refuses_a_bad_clip_before_the_run_directory_exists(arrays, tmp_path, capsys):
     bad = write_canonical(tmp_path / "bad.npz", mutate(arrays, body_quat_w=arrays["body_quat_w"][..., [1, 2, 3, 0]]))
     run = tmp_path / "run"
-    rc = duorl_main(["train", "--task", TRACK, "--sim", "mujoco", f"task.motion_file={bad}", f"training.log_dir={run}"])
+    rc = cli.main(["train", "--task", TRACK, "--sim", "mujoco", f"task.motion_file={bad}", f"training.log_dir={run}"])
     err = capsys.readouterr().err
     assert rc == 2 and not run.exists()
     assert err.count("task.motion_file=") == 1 and "(x, y, z, w)" in err and "Traceback" not in err
@@ -263,14 +263,14 @@ def test_train_refuses_a_bad_clip_before_the_run_directory_exists(arrays, tmp_pa
 def test_inspect_reports_and_plots(arrays, tmp_path, capsys):
     good = write_holosoma(tmp_path / "h.npz", arrays)
     png = tmp_path / "clip.png"
-    assert duorl_main(["motion", "inspect", str(good), "--plot", str(png)]) == 0
+    assert cli.main(["motion", "inspect", str(good), "--plot", str(png)]) == 0
     out = capsys.readouterr().out
     for text in ("holosoma format, 101 frames at 50 fps", "left_hip_pitch_joint", "floor: lowest point",
                  "stored bodies vs forward kinematics", "task.action_range=pd", "verdict: usable"):
         assert text in out, text
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
     bad = write_csv(tmp_path / "t.csv", _lift(arrays, 0.3))
-    assert duorl_main(["motion", "inspect", str(bad), "--fps", "50"]) == 2
+    assert cli.main(["motion", "inspect", str(bad), "--fps", "50"]) == 2
     captured = capsys.readouterr()
     assert "verdict: not usable" in captured.out and "above the floor" in captured.err
 
@@ -289,7 +289,7 @@ def test_import_never_writes_over_its_source(arrays, tmp_path, capsys):
     (tmp_path / "link.npz").symlink_to(src)
     for out in (src, tmp_path / "sub" / ".." / "h.npz", tmp_path / "link.npz"):
         (tmp_path / "sub").mkdir(exist_ok=True)
-        assert duorl_main(["motion", "import", str(src), str(out)]) == 2
+        assert cli.main(["motion", "import", str(src), str(out)]) == 2
         err = capsys.readouterr().err
         assert "is SRC itself" in err and err.count("\n") == 1
     assert src.read_bytes() == before

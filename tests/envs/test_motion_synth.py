@@ -6,7 +6,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from duorl.cli.main import main as duorl_main
+from duorl.cli import main as cli
 from duorl.envs.g1 import model as g1
 from duorl.envs.motion.clip import ARRAYS, load_clip, resample, save_clip
 from duorl.envs.motion.synth import synthesize
@@ -143,8 +143,8 @@ def test_resample(clip):
 
 def test_cli_writes_a_loadable_clip(tmp_path, capsys):
     out = tmp_path / "sub" / "synth.npz"
-    assert duorl_main(["motion", "synth", str(out), "--seconds", "2", "--fps", "25"]) == 0
+    assert cli.main(["motion", "synth", str(out), "--seconds", "2", "--fps", "25"]) == 0
     assert "51 frames" in capsys.readouterr().out
     c = load_clip(out)
     assert c.fps == 25.0 and c.num_frames == 51 and math.isclose(c.duration, 2.0)
-    assert duorl_main(["motion", "synth", str(out), "--seconds", "0"]) == 2
+    assert cli.main(["motion", "synth", str(out), "--seconds", "0"]) == 2
