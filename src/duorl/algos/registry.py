@@ -70,11 +70,11 @@ def network_sizes(algo_cfg: AlgoConfig, spec: EnvSpec) -> tuple[NetworkSize, Net
     (algos/sizes.py): what the memory check needs before anything is allocated."""
     from duorl.algos.sizes import flashsac_sizes, sac_sizes
 
-    _check_built(algo_cfg.name)
+    _check_known(algo_cfg.name)
     return flashsac_sizes(algo_cfg, spec) if algo_cfg.name in _FLASH else sac_sizes(algo_cfg, spec)
 
 
 def network_shape_keys(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The configuration keys that shape the actor and the critic of algorithm `name`."""
-    _check_built(name)
+    _check_known(name)
     return _FLASH_SHAPE if name in _FLASH else _SAC_SHAPE
