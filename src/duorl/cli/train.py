@@ -25,6 +25,7 @@ from duorl.config.schema import Config
 from duorl.config.switches import Switches, resolve_switches
 from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
 from duorl.config.seeding import derive_seed
+from duorl.gpu.compiling import compile_cache_dirs, use_persistent_compile_caches
 
 
 def train(cfg: Config) -> int:
@@ -32,6 +33,8 @@ def train(cfg: Config) -> int:
     interrupted, 1 failed, 2 refused)."""
     from duorl.distributed.launch import rank_env
 
+    # first: before anything imports torch._dynamo; the collector inherits the environment
+    use_persistent_compile_caches()
     renv = rank_env()
     tr = cfg.training
     mps = MpsSession(tr.cuda_process_sharing, rank=renv.rank if renv else 0, world_size=renv.world_size if renv else 1,
@@ -383,6 +386,8 @@ def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, 
         "dp_gradient_wire_dtype": tr.dp_gradient_wire_dtype,
         "env_spec": spec.record(),
         "resumed_from": resumed_from,
+        # where compiled code is kept between runs (docs/guide.md "Compile caches"); learner and collector share them
+        "compile_caches": compile_cache_dirs(),
     }
 
 

@@ -1,22 +1,108 @@
-"""torch.compile as this package uses it: fixed shapes, compiled on the first (eager) call.
+"""torch.compile as this package uses it, and where compiled code is kept between runs.
 
-Both CUDA-graph owners use it: the learners compile their networks (config/switches.py says when),
-and the envs compile the tensor code of a step (envs/vec_env.py), so that a captured graph replays a
-few fused kernels instead of hundreds of small ones. Compilation always happens on an eager call
-before any capture; a capture only replays what was compiled then.
+Both CUDA-graph owners compile: the learners their networks (config/switches.py says when), and the
+envs the tensor code of a step (envs/vec_env.py), so that a captured graph replays a few fused kernels
+instead of hundreds of small ones. Compilation always happens on an eager call before any capture (fixed
+shapes); a capture only replays what was compiled then.
+
+Compiling from nothing costs minutes on a GPU (benchmarks/2026-12-02_g1_walk_head_h200/: the learner's
+capture 37.8 s cold, 5-6 s once the caches were filled). torch keeps Inductor's FX graphs, AOTAutograd's
+graphs and Triton's kernels under one directory, by default `/tmp/torchinductor_<user>`, which a reboot
+or a fresh container empties. `use_persistent_compile_caches` moves it under duorl's own cache, unless
+the user named a place; Warp's kernel cache (MuJoCo Warp's kernels) is persistent by default and stays
+where Warp puts it. docs/guide.md "Compile caches" lists them and how to clear them.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+DUORL_CACHE_ENV = "DUORL_CACHE_DIR"
+# torch reads it each time it needs the directory; Triton's kernels go to its triton/<device>
+# subdirectory unless TRITON_CACHE_DIR says otherwise
+INDUCTOR_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+TRITON_CACHE_ENV = "TRITON_CACHE_DIR"
+WARP_CACHE_ENV = "WARP_CACHE_PATH"
+
+
+def duorl_cache_root() -> Path:
+    """The root of every cache duorl owns (models, compiled code): $DUORL_CACHE_DIR, else
+    $XDG_CACHE_HOME/duorl, else ~/.cache/duorl."""
+    if os.environ.get(DUORL_CACHE_ENV):
+        return Path(os.environ[DUORL_CACHE_ENV]).expanduser()
+    return _user_cache_home() / "duorl"
+
+
+def default_inductor_cache_dir() -> Path:
+    """Where duorl points torch's compile caches when the user has not: <duorl cache>/compile/torchinductor."""
+    return duorl_cache_root() / "compile" / "torchinductor"
+
+
+def use_persistent_compile_caches() -> dict[str, str]:
+    """Point torch's compile caches (Inductor FX graphs, AOTAutograd, Triton kernels, Dynamo's
+    profiles) at duorl's cache, unless $TORCHINDUCTOR_CACHE_DIR is already set; returns
+    `compile_cache_dirs()`.
+
+    Call it before anything imports torch._dynamo: that import (torch.compile, and every torch
+    optimizer's constructor) fills in torch's /tmp default, after which the variable looks set. The
+    learner calls it first thing (cli/train.py) and its spawned collector inherits the environment, so
+    both processes use one directory; maybe_compile calls it too, for any other process that compiles.
+    """
+    os.environ.setdefault(INDUCTOR_CACHE_ENV, str(default_inductor_cache_dir()))
+    return compile_cache_dirs()
+
+
+def compile_cache_dirs() -> dict[str, str]:
+    """Where this process's compiled code is cached (the run manifest's `compile_caches`): torch's
+    directory, Triton's kernels (for device index N: the `triton/N` subdirectory unless
+    $TRITON_CACHE_DIR is set) and Warp's kernels, resolved as torch and Warp resolve them."""
+    inductor = os.environ.get(INDUCTOR_CACHE_ENV)
+    if inductor is None:
+        from duorl.gpu import torch_internals
+
+        inductor = torch_internals.inductor_default_cache_dir()
+    inductor = os.path.abspath(inductor)
+    return {
+        "torchinductor": inductor,
+        "triton": os.environ.get(TRITON_CACHE_ENV) or os.path.join(inductor, "triton"),
+        "warp": str(warp_kernel_cache_dir()),
+    }
+
+
+def warp_kernel_cache_dir() -> Path:
+    """Warp's kernel cache as `warp.init()` resolves it (warp/_src/build.py, init_kernel_cache), without
+    importing warp: $WARP_CACHE_PATH/<version>, else the user cache directory ($XDG_CACHE_HOME or
+    ~/.cache)/warp/<version>. A process that has initialised warp reports warp's own value."""
+    wp = sys.modules.get("warp")
+    configured = getattr(getattr(wp, "config", None), "kernel_cache_dir", None)
+    if configured:
+        return Path(configured)
+    from importlib import metadata
+
+    try:
+        version = metadata.version("warp-lang")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    if os.environ.get(WARP_CACHE_ENV):
+        return Path(os.path.realpath(os.environ[WARP_CACHE_ENV])) / version
+    return _user_cache_home() / "warp" / version
+
+
+def _user_cache_home() -> Path:
+    """$XDG_CACHE_HOME, else ~/.cache (what appdirs, and so Warp, use on Linux)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
 
 
 def maybe_compile(fn: F, enabled: bool) -> F:
     """`torch.compile(fn, dynamic=False)` when enabled, else `fn` itself."""
     if not enabled:
         return fn
+    use_persistent_compile_caches()  # before torch._dynamo is imported below
     import torch
 
     from duorl.gpu import torch_internals
