@@ -1,11 +1,13 @@
 """Where the seconds before a run's first iteration go: a timed `python -m duorl train`, phase by phase.
 
-    python benchmarks/scripts/startup_phases_cpu.py OUT.json -- --task g1_walk_flat --sim mujoco key=value ...
+    python benchmarks/scripts/startup_phases_cpu.py OUT.json [--src TREE/src] -- --task g1_walk_flat --sim mujoco key=value ...
+    python benchmarks/scripts/startup_phases_cpu.py --table OUT1.json OUT2.json ...   # the steps, a column per run
 
 Runs the real command (learner and spawned collector alike) with a `sitecustomize` that times, in every
 duorl process, the inclusive import of a few heavy modules and the functions that make up start-up
 (config, device, task, preflight, memory check, run directory, learner, collector spawn, env build, tick),
 and writes them with the console lines' arrival times (seconds from the command's start) to OUT.json.
+`--src` runs another tree's package (a before/after pair: the same script, two trees).
 A run is stopped (SIGINT, the clean stop) once its first progress line appeared. The wrappers add a few
 microseconds per call; the timed functions run once each.
 """
@@ -143,13 +145,13 @@ def main(argv: list[str]) -> int:
     out = Path(argv[0])
     duorl_args = argv[argv.index("--") + 1:]
     here = Path(__file__).resolve().parent
-    root = here.parents[1]
+    src = Path(argv[argv.index("--src") + 1]) if "--src" in argv[:argv.index("--")] else here.parents[1] / "src"
     with tempfile.TemporaryDirectory(prefix="startup-trace-") as tmp:
         (Path(tmp) / "sitecustomize.py").write_text(
             f"import sys\nsys.path.insert(0, {str(here)!r})\nimport startup_phases_cpu\nstartup_phases_cpu.install()\n",
             encoding="utf-8")
         trace = Path(tmp) / "trace.jsonl"
-        env = dict(os.environ, PYTHONPATH=f"{tmp}:{root / 'src'}", **{TRACE_ENV: str(trace)})
+        env = dict(os.environ, PYTHONPATH=f"{tmp}:{src}", **{TRACE_ENV: str(trace)})
         cmd = [sys.executable, "-m", "duorl", "train", *duorl_args]
         lines: list[dict[str, Any]] = []
         t0 = time.time()
@@ -165,7 +167,8 @@ def main(argv: list[str]) -> int:
         events = [json.loads(x) for x in trace.read_text(encoding="utf-8").splitlines()]
     for e in events:
         e["s"] = round(e.pop("t") - t0, 3)
-    result = {"command": " ".join(["python", "-m", "duorl", "train", *duorl_args]), "exit_code": proc.returncode,
+    result = {"command": " ".join(["python", "-m", "duorl", "train", *duorl_args]), "src": str(src),
+              "exit_code": proc.returncode, "load_average": os.getloadavg(),
               "console": lines, "events": events, "summary": summarize(events, lines)}
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(result["summary"], indent=1))
@@ -197,5 +200,47 @@ def summarize(events: list[dict[str, Any]], lines: list[dict[str, Any]]) -> dict
     }
 
 
+def milestones(result: dict[str, Any]) -> dict[str, float | None]:
+    """The start-up's steps in order, seconds from the command's start (or a step's own seconds, `(s)`)."""
+    summ = result["summary"]
+    procs = list(summ["processes"].values())
+    learner = next(p for p in procs if "duorl.cli.main.main" in p)
+    collector = next((p for p in procs if "duorl.runtime.collector.collector_main" in p), {})
+    at = lambda p, k: p[k][0] if k in p else None  # noqa: E731
+    dur = lambda p, k: p[k][1] if k in p else None  # noqa: E731
+    end = lambda p, k: round(p[k][0] + p[k][1], 3) if k in p else None  # noqa: E731
+    return {
+        "learner: interpreter up": learner.get("interpreter up"),
+        "learner: duorl's main() entered (imports of the parser)": at(learner, "duorl.cli.main.main"),
+        "learner: config loaded": end(learner, "duorl.config.load.load_config"),
+        "learner: train() entered": at(learner, "duorl.cli.train.train"),
+        "learner: preflight (s)": dur(learner, "duorl.cli.preflight.preflight"),
+        "learner: run directory line": summ["run directory line (s)"],
+        "learner: make_learner (s)": dur(learner, "duorl.algos.registry.make_learner"),
+        "learner: RunDirectory (s)": dur(learner, "duorl.telemetry.run_directory.RunDirectory.__init__"),
+        "learner: collector spawned": at(learner, "duorl.runtime.duo.Duo._spawn_collector"),
+        "collector: interpreter up": collector.get("interpreter up"),
+        "collector: collector_main entered (its imports done)": at(collector, "duorl.runtime.collector.collector_main"),
+        "collector: make_vec_env (s)": dur(collector, "duorl.envs.registry.make_vec_env"),
+        "collector: first tick": at(collector, "duorl.runtime.tick.CollectorTick.run"),
+        "first progress line": summ["first progress line (s)"],
+    }
+
+
+def table(paths: list[str]) -> str:
+    """A markdown table of the milestones, one column per OUT.json."""
+    runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+    rows = [milestones(r) for r in runs]
+    head = "| step | " + " | ".join(Path(p).stem for p in paths) + " |"
+    lines = [head, "|---" * (len(paths) + 1) + "|"]
+    for key in rows[0]:
+        lines.append(f"| {key} | " + " | ".join("" if r[key] is None else f"{r[key]:.2f}" for r in rows) + " |")
+    lines.append("| load average (1 min) at the end | " + " | ".join(f"{r['load_average'][0]:.1f}" for r in runs) + " |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--table"]:
+        print(table(sys.argv[2:]))
+        sys.exit(0)
     sys.exit(main(sys.argv[1:]))

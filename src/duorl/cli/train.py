@@ -90,6 +90,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.runtime.settings import DuoSettings
     from duorl.runtime.memory import replay_memory_problem
     from duorl.runtime.replay import ReplayLayout
+    from duorl.cli.learner_stall import stall_recorder
     from duorl.cli.preflight import preflight
     from duorl.runtime.stop_signals import early_stop_signal
     from duorl.telemetry.run_dir_claim import claim_run_dir
@@ -199,7 +200,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         nan_dump_path=str(run_dir / "nan_first_state.pt") if tr.nan_guard.enabled and lead else None,
         nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
         fail_capture=cfg.debug.fail_capture_rank == rank,
-        on_learner_stalled=_stall_recorder(ctx, run_dir if lead else None),
+        on_learner_stalled=stall_recorder(ctx, run_dir if lead else None),
     )
     reporter: Any = None
     if lead:
@@ -248,29 +249,6 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
 
             shutil.rmtree(snapshot_dir, ignore_errors=True)
     return _finish(cfg, result, run_dir, learner, spec, _inner(reporter) if lead else None, ctx)
-
-
-def _stall_recorder(ctx: Any, run_dir: Path | None) -> Any:
-    """What the collector calls before it ends its frozen learner: the run summary (rank 0) says the
-    run failed and why; a data-parallel rank also writes torchelastic's error file, so the launcher
-    names the rank, the learner and why."""
-    summary = str(run_dir / "run_summary.json") if run_dir is not None else None
-    if ctx is None:
-        return functools.partial(_record_learner_stall, None, "", summary)
-    return functools.partial(_record_learner_stall, ctx.rank, ctx.host, summary)
-
-
-def _record_learner_stall(rank: int | None, host: str, summary: str | None, message: str) -> None:
-    """In the collector process (pickled by reference: module-level)."""
-    if rank is not None:
-        from duorl.distributed.launch import record_rank_failure
-
-        message = f"rank {rank} ({host}): {message}"
-        record_rank_failure(message, "learner")
-    if summary is not None:
-        from duorl.telemetry.summary import mark_failed
-
-        mark_failed(Path(summary), message, "learner")
 
 
 def _inner(reporter: Any) -> Any:
