@@ -2,6 +2,8 @@
 
     python benchmarks/scripts/startup_phases_cpu.py OUT.json [--src TREE/src] -- --task g1_walk_flat --sim mujoco key=value ...
     python benchmarks/scripts/startup_phases_cpu.py --table OUT1.json OUT2.json ...   # the steps, a column per run
+    python -X importtime -c "import ..." 2> IMPORTS.txt
+    python benchmarks/scripts/startup_phases_cpu.py --importtime IMPORTS.txt [N]     # the N heaviest imports
 
 Runs the real command (learner and spawned collector alike) with a `sitecustomize` that times, in every
 duorl process, the inclusive import of a few heavy modules and the functions that make up start-up
@@ -239,7 +241,29 @@ def table(paths: list[str]) -> str:
     return "\n".join(lines)
 
 
+def heaviest_imports(path: str, n: int = 12) -> str:
+    """From `python -X importtime` output: the top-level packages by their own (self) import time summed
+    over all their modules, and the n modules with the largest inclusive time (seconds)."""
+    own: dict[str, float] = {}
+    inclusive: list[tuple[float, str]] = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, cum_us, name = line[len("import time:"):].split("|")
+        mod = name.strip()
+        own[mod.split(".")[0]] = own.get(mod.split(".")[0], 0.0) + int(self_us) / 1e6
+        inclusive.append((int(cum_us) / 1e6, mod))
+    total = sum(own.values())
+    out = [f"{path}: {total:.2f} s of imports in all",
+           "by package (own time): " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(own.items(), key=lambda kv: -kv[1])[:n])]
+    out.append("largest inclusive: " + ", ".join(f"{m} {c:.2f}" for c, m in sorted(inclusive, reverse=True)[:n]))
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--importtime"]:
+        print(heaviest_imports(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 12))
+        sys.exit(0)
     if sys.argv[1:2] == ["--table"]:
         print(table(sys.argv[2:]))
         sys.exit(0)
