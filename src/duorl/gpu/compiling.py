@@ -51,7 +51,9 @@ def use_persistent_compile_caches() -> dict[str, str]:
     Call it before anything imports torch._dynamo: that import (torch.compile, and every torch
     optimizer's constructor) fills in torch's /tmp default, after which the variable looks set. The
     learner calls it first thing (cli/train.py) and its spawned collector inherits the environment, so
-    both processes use one directory; maybe_compile calls it too, for any other process that compiles.
+    both processes use one directory; `duorl bench learner|collector` call it first too, and
+    maybe_compile calls it for any other process that compiles (in time only if nothing imported
+    torch._dynamo before).
     """
     os.environ.setdefault(INDUCTOR_CACHE_ENV, str(default_inductor_cache_dir()))
     return compile_cache_dirs()
