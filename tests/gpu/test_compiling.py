@@ -62,6 +62,20 @@ def test_a_variable_the_user_set_is_never_overridden(clean_env: Path, monkeypatc
     assert Path(dirs["warp"]).parent == clean_env / "users_warp"
 
 
+def test_a_cache_root_that_cannot_be_created_keeps_torchs_default(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (clean_env / "a_file").write_text("", encoding="utf-8")
+    monkeypatch.setenv("DUORL_CACHE_DIR", str(clean_env / "a_file" / "cache"))
+    dirs = compiling.use_persistent_compile_caches()
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ
+    assert dirs["torchinductor"] == compiling.torch_default_inductor_dir()
+
+
+def test_torchs_default_is_computed_as_torch_computes_it(clean_env: Path) -> None:
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    assert compiling.torch_default_inductor_dir() == default_cache_dir()
+
+
 def test_the_documented_paths_are_the_ones_used() -> None:
     guide = GUIDE.read_text(encoding="utf-8")
     section = guide.split("\n## Compile caches", 1)[1].split("\n## ", 1)[0]

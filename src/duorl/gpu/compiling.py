@@ -15,8 +15,11 @@ where Warp puts it. docs/guide.md "Compile caches" lists them and how to clear t
 
 from __future__ import annotations
 
+import getpass
 import os
+import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -45,8 +48,8 @@ def default_inductor_cache_dir() -> Path:
 
 def use_persistent_compile_caches() -> dict[str, str]:
     """Point torch's compile caches (Inductor FX graphs, AOTAutograd, Triton kernels, Dynamo's
-    profiles) at duorl's cache, unless $TORCHINDUCTOR_CACHE_DIR is already set; returns
-    `compile_cache_dirs()`.
+    profiles) at duorl's cache, unless $TORCHINDUCTOR_CACHE_DIR is already set (or duorl's cache
+    cannot be created: torch's default stays); returns `compile_cache_dirs()`.
 
     Call it before anything imports torch._dynamo: that import (torch.compile, and every torch
     optimizer's constructor) fills in torch's /tmp default, after which the variable looks set. The
@@ -55,7 +58,17 @@ def use_persistent_compile_caches() -> dict[str, str]:
     maybe_compile calls it for any other process that compiles (in time only if nothing imported
     torch._dynamo before).
     """
-    os.environ.setdefault(INDUCTOR_CACHE_ENV, str(default_inductor_cache_dir()))
+    if INDUCTOR_CACHE_ENV not in os.environ:
+        target = default_inductor_cache_dir()
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+            usable = os.access(target, os.W_OK | os.X_OK)
+        except OSError:
+            usable = False
+        # an unwritable home keeps torch's default: torch creates its directory when Dynamo is
+        # imported, and a cache it cannot create would fail the run there, far from the cause
+        if usable:
+            os.environ[INDUCTOR_CACHE_ENV] = str(target)
     return compile_cache_dirs()
 
 
@@ -63,12 +76,7 @@ def compile_cache_dirs() -> dict[str, str]:
     """Where this process's compiled code is cached (the run manifest's `compile_caches`): torch's
     directory, Triton's kernels (for device index N: the `triton/N` subdirectory unless
     $TRITON_CACHE_DIR is set) and Warp's kernels, resolved as torch and Warp resolve them."""
-    inductor = os.environ.get(INDUCTOR_CACHE_ENV)
-    if inductor is None:
-        from duorl.gpu import torch_internals
-
-        inductor = torch_internals.inductor_default_cache_dir()
-    inductor = os.path.abspath(inductor)
+    inductor = os.path.abspath(os.environ.get(INDUCTOR_CACHE_ENV) or torch_default_inductor_dir())
     return {
         "torchinductor": inductor,
         "triton": os.environ.get(TRITON_CACHE_ENV) or os.path.join(inductor, "triton"),
@@ -93,6 +101,18 @@ def warp_kernel_cache_dir() -> Path:
     if os.environ.get(WARP_CACHE_ENV):
         return Path(os.path.realpath(os.environ[WARP_CACHE_ENV])) / version
     return _user_cache_home() / "warp" / version
+
+
+def torch_default_inductor_dir() -> str:
+    """The directory torch uses when $TORCHINDUCTOR_CACHE_DIR is unset (torch/_inductor/runtime/
+    cache_dir_utils.py, default_cache_dir): <tempdir>/torchinductor_<user>. Computed here because
+    importing torch._inductor imports torch._dynamo, which sets the variable to this very value;
+    tests/gpu/test_compiling.py checks it against torch's function."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
+    return os.path.join(tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user))
 
 
 def _user_cache_home() -> Path:

@@ -116,11 +116,3 @@ def raise_dynamo_cache_limit(at_least: int) -> None:
     config = require(torch._dynamo, "config", "torch._dynamo")
     current = require(config, "cache_size_limit", "torch._dynamo.config")
     config.cache_size_limit = max(current, at_least)
-
-
-def inductor_default_cache_dir() -> str:
-    """torch._inductor.runtime.cache_dir_utils.default_cache_dir(): where torch keeps compiled code when
-    $TORCHINDUCTOR_CACHE_DIR is unset (/tmp/torchinductor_<user>); computed, nothing created."""
-    import torch._inductor.runtime.cache_dir_utils as cache_dir_utils
-
-    return str(require(cache_dir_utils, "default_cache_dir", "torch._inductor.runtime.cache_dir_utils")())
