@@ -58,18 +58,23 @@ def use_persistent_compile_caches() -> dict[str, str]:
     maybe_compile calls it for any other process that compiles (in time only if nothing imported
     torch._dynamo before).
     """
-    if INDUCTOR_CACHE_ENV not in os.environ:
-        target = default_inductor_cache_dir()
-        try:
-            target.mkdir(parents=True, exist_ok=True)
-            usable = os.access(target, os.W_OK | os.X_OK)
-        except OSError:
-            usable = False
-        # an unwritable home keeps torch's default: torch creates its directory when Dynamo is
-        # imported, and a cache it cannot create would fail the run there, far from the cause
-        if usable:
-            os.environ[INDUCTOR_CACHE_ENV] = str(target)
+    _point_torch_at_duorls_cache()
     return compile_cache_dirs()
+
+
+def _point_torch_at_duorls_cache() -> None:
+    if INDUCTOR_CACHE_ENV in os.environ:
+        return
+    target = default_inductor_cache_dir()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        usable = os.access(target, os.W_OK | os.X_OK)
+    except OSError:
+        usable = False
+    # an unwritable home keeps torch's default: torch creates its directory when Dynamo is imported,
+    # and a cache it cannot create would fail the run there, far from the cause
+    if usable:
+        os.environ[INDUCTOR_CACHE_ENV] = str(target)
 
 
 def compile_cache_dirs() -> dict[str, str]:
@@ -124,7 +129,7 @@ def maybe_compile(fn: F, enabled: bool) -> F:
     """`torch.compile(fn, dynamic=False)` when enabled, else `fn` itself."""
     if not enabled:
         return fn
-    use_persistent_compile_caches()  # before torch._dynamo is imported below
+    _point_torch_at_duorls_cache()  # use_persistent_compile_caches, before torch._dynamo is imported below
     import torch
 
     from duorl.gpu import torch_internals
