@@ -28,7 +28,7 @@ from typing import Any
 
 TRACE_ENV = "DUORL_STARTUP_TRACE"
 # inclusive import time of these modules (the first import in the process)
-MODULES = ("torch", "numpy", "mujoco", "warp", "mujoco_warp", "omegaconf", "matplotlib", "tensorboard",
+MODULES = ("torch", "torch._dynamo", "torch._inductor", "numpy", "mujoco", "warp", "mujoco_warp", "omegaconf", "matplotlib", "tensorboard",
            "torch.utils.tensorboard", "duorl.cli.main", "duorl.config.load", "duorl.cli.train",
            "duorl.algos.registry", "duorl.envs.registry", "duorl.runtime.duo", "duorl.runtime.collector",
            "duorl.telemetry.run_directory", "duorl.telemetry.summary", "duorl.envs.tasks.g1_walk")
@@ -64,7 +64,13 @@ FUNCTIONS = (
     ("duorl.runtime.tick", "CollectorTick.__init__"),
     ("duorl.runtime.tick", "CollectorTick.run"),
     ("duorl.envs.g1.model", "build_model"),
+    # GPU runs: MuJoCo Warp's model, the learner's capture, and each process's phase changes
+    ("duorl.envs.backends.mjwarp", "MjWarpBackend.__init__"),
+    ("duorl.gpu.graphs", "WholeCycleGraph._capture"),
+    ("duorl.runtime.heartbeat", "Heartbeat.phase"),
 )
+# calls whose first text argument names the event (a phase)
+DETAILED = {"duorl.runtime.heartbeat.Heartbeat.phase"}
 
 
 def _emit(record: dict[str, Any]) -> None:
@@ -79,11 +85,14 @@ def _wrap(owner: Any, name: str, label: str) -> None:
         return
 
     def traced(*args: Any, **kwargs: Any) -> Any:
-        _emit({"call": label, "edge": "enter"})
+        name = label
+        if label in DETAILED:
+            name = f"{label} {next((a for a in args if isinstance(a, str)), '')}"
+        _emit({"call": name, "edge": "enter"})
         try:
             return fn(*args, **kwargs)
         finally:
-            _emit({"call": label, "edge": "exit"})
+            _emit({"call": name, "edge": "exit"})
 
     traced._startup_traced = True  # type: ignore[attr-defined]
     traced.__wrapped__ = fn  # type: ignore[attr-defined]
