@@ -25,6 +25,7 @@ from duorl.config.schema import Config
 from duorl.config.switches import Switches, resolve_switches
 from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
 from duorl.config.seeding import derive_seed
+from duorl.gpu.compiling import compile_cache_dirs, use_persistent_compile_caches
 
 
 def train(cfg: Config) -> int:
@@ -32,6 +33,8 @@ def train(cfg: Config) -> int:
     interrupted, 1 failed, 2 refused)."""
     from duorl.distributed.launch import rank_env
 
+    # first: before anything imports torch._dynamo; the collector inherits the environment
+    use_persistent_compile_caches()
     renv = rank_env()
     tr = cfg.training
     mps = MpsSession(tr.cuda_process_sharing, rank=renv.rank if renv else 0, world_size=renv.world_size if renv else 1,
@@ -107,6 +110,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.runtime.duo import Duo, StartRefused
     from duorl.runtime.settings import DuoSettings
     from duorl.runtime.replay import ReplayLayout
+    from duorl.cli.learner_stall import stall_recorder
     from duorl.cli.preflight import preflight
     from duorl.runtime.stop_signals import early_stop_signal
     from duorl.telemetry.run_dir_claim import claim_run_dir
@@ -216,7 +220,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         nan_dump_path=str(run_dir / "nan_first_state.pt") if tr.nan_guard.enabled and lead else None,
         nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
         fail_capture=cfg.debug.fail_capture_rank == rank,
-        on_learner_stalled=_stall_recorder(ctx, run_dir if lead else None),
+        on_learner_stalled=stall_recorder(ctx, run_dir if lead else None),
     )
     reporter: Any = None
     if lead:
@@ -265,29 +269,6 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
 
             shutil.rmtree(snapshot_dir, ignore_errors=True)
     return _finish(cfg, result, run_dir, learner, spec, _inner(reporter) if lead else None, ctx)
-
-
-def _stall_recorder(ctx: Any, run_dir: Path | None) -> Any:
-    """What the collector calls before it ends its frozen learner: the run summary (rank 0) says the
-    run failed and why; a data-parallel rank also writes torchelastic's error file, so the launcher
-    names the rank, the learner and why."""
-    summary = str(run_dir / "run_summary.json") if run_dir is not None else None
-    if ctx is None:
-        return functools.partial(_record_learner_stall, None, "", summary)
-    return functools.partial(_record_learner_stall, ctx.rank, ctx.host, summary)
-
-
-def _record_learner_stall(rank: int | None, host: str, summary: str | None, message: str) -> None:
-    """In the collector process (pickled by reference: module-level)."""
-    if rank is not None:
-        from duorl.distributed.launch import record_rank_failure
-
-        message = f"rank {rank} ({host}): {message}"
-        record_rank_failure(message, "learner")
-    if summary is not None:
-        from duorl.telemetry.summary import mark_failed
-
-        mark_failed(Path(summary), message, "learner")
 
 
 def _inner(reporter: Any) -> Any:
@@ -403,6 +384,8 @@ def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, 
         "dp_gradient_wire_dtype": tr.dp_gradient_wire_dtype,
         "env_spec": spec.record(),
         "resumed_from": resumed_from,
+        # where compiled code is kept between runs (docs/guide.md "Compile caches"); learner and collector share them
+        "compile_caches": compile_cache_dirs(),
     }
 
 

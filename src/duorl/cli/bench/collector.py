@@ -168,6 +168,9 @@ def main(args: argparse.Namespace) -> int:
     if args.ticks < 1 or args.warmup < 1 or any(n < 1 for n in args.num_envs or []):
         print("error: --ticks, --warmup and every --num-envs must be >= 1", file=sys.stderr)
         return 2
+    from duorl.gpu.compiling import use_persistent_compile_caches
+
+    use_persistent_compile_caches()  # before anything imports torch._dynamo (gpu/compiling.py)
     from duorl.cli.bench.report import emit
     from duorl.config.devices import check_device_flag, cuda_device_count
     from duorl.config.errors import ConfigError

@@ -344,6 +344,9 @@ def main(args: argparse.Namespace) -> int:
     if args.iters < 1 or args.warmup < 0 or args.profile < 0:
         print("error: --iters must be >= 1, --warmup and --profile >= 0", file=sys.stderr)
         return 2
+    from duorl.gpu.compiling import use_persistent_compile_caches
+
+    use_persistent_compile_caches()  # before a learner's optimizer imports torch._dynamo (gpu/compiling.py)
     from duorl.cli.bench.report import emit
     from duorl.config.errors import ConfigError
 

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Optional
 
 from duorl.config.errors import ConfigError
+from duorl.gpu.compiling import DUORL_CACHE_ENV, duorl_cache_root
 
 ENV_VAR = "DUORL_G1_XML"
-CACHE_ENV_VAR = "DUORL_CACHE_DIR"
+CACHE_ENV_VAR = DUORL_CACHE_ENV
 # The wheel that publishes the model; pinned because mjlab 1.6.0 is the release tested against
 # mujoco 3.11 + mujoco-warp 3.11 (pyproject.toml), and so is its G1 model.
 MJLAB_REQUIREMENT = "mjlab==1.6.0"
@@ -52,11 +53,9 @@ class G1ModelNotFoundError(ConfigError):
 
 
 def cache_dir() -> Path:
-    """duorl's cache root: $DUORL_CACHE_DIR, else $XDG_CACHE_HOME/duorl, else ~/.cache/duorl."""
-    if os.environ.get(CACHE_ENV_VAR):
-        return Path(os.environ[CACHE_ENV_VAR]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "duorl"
+    """duorl's cache root: $DUORL_CACHE_DIR, else $XDG_CACHE_HOME/duorl, else ~/.cache/duorl (one
+    root for the models and the compiled code: gpu/compiling.py)."""
+    return duorl_cache_root()
 
 
 def g1_cache_dir() -> Path:
