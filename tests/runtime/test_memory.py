@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import duorl.runtime.memory as memory
-from duorl.algos.sizes import NetworkSize
+from duorl.algos.base import NetworkSize
 from duorl.runtime.memory import MemoryFixes, MemoryNeed, memory_problem
 
 GIB = 2**30

@@ -107,3 +107,12 @@ class NullSynchronizer:
 
     def fingerprint(self) -> Hashable:
         return ("null",)
+
+
+@dataclass(frozen=True)
+class NetworkSize:
+    """A network's size, counted from the configuration (algos/sizes.py) for the memory check."""
+
+    params: int  # trained floats
+    state: int  # everything in the state_dict: parameters and buffers (normaliser statistics, supports)
+    outputs_per_sample: int  # floats the linear maps and norms output for one sample in one forward pass

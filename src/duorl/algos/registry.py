@@ -15,7 +15,7 @@ from duorl.algos.base import Learner
 from duorl.config.schema import ALGOS
 
 if TYPE_CHECKING:
-    from duorl.algos.sizes import NetworkSize
+    from duorl.algos.base import NetworkSize
     from duorl.config.schema import AlgoConfig
     from duorl.envs.base import EnvSpec
 

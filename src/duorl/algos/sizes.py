@@ -9,19 +9,13 @@ kernel setup on each run's start.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from duorl.algos.base import NetworkSize
 
 if TYPE_CHECKING:
     from duorl.config.schema import AlgoConfig
     from duorl.envs.base import EnvSpec
-
-
-@dataclass(frozen=True)
-class NetworkSize:
-    params: int  # trained floats
-    state: int  # everything in the state_dict: parameters and buffers (normaliser statistics, supports)
-    outputs_per_sample: int  # floats the linear maps and norms output for one sample in one forward pass
 
 
 class _Tally:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from duorl.algos.sizes import NetworkSize
+    from duorl.algos.base import NetworkSize
 
 # fraction of what is free that these allocations may take: the rest is for the collector's
 # env, compiled kernels and graph pools
