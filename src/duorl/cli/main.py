@@ -315,7 +315,12 @@ def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
 
     from duorl.cli.preflight import check_log_dir
 
+    from duorl.runtime.stop_signals import early_stop_signal
+
     check_log_dir(cfg)  # an existing or uncreatable run directory is refused before any rank starts
+    if early_stop_signal() is not None:
+        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+        return 0
     argv = list(argv)
     run_dir = cfg.training.log_dir
     if run_dir is None:
@@ -383,6 +388,29 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         for k, s in values.items():
             print(f"  {k.ljust(width)}  {s.rjust(vwidth)}")
     return 0
+
+
+def console_main() -> None:
+    """The `duorl` command (and `python -m duorl`): main(), then leave at once. By then every file a
+    command wrote is closed and its children are gone; the interpreter's teardown of torch and the
+    simulators (2 to 10 s on a loaded machine) would only keep the process, its memory and a launcher
+    waiting after the run's final summary."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        from duorl.runtime.stop_signals import STOP_REQUEST
+
+        if STOP_REQUEST.signal is None:
+            raise
+        # a second Ctrl-C before `train` took over: stopped at once, as asked (docs/exit_codes.md)
+        print("duorl: interrupted", file=sys.stderr)
+        code = 0
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -65,8 +65,9 @@ def train(cfg: Config) -> int:
         record_rank_failure(msg, "input")
         _exit_now(2)
     except RankLost as e:
-        print(f"duorl: {e}", file=sys.stderr, flush=True)
-        record_rank_failure(str(e), "peer rank", secondary=True)
+        msg = f"rank {renv.rank} ({ctx.host}): {e}"
+        print(f"duorl: {msg}", file=sys.stderr, flush=True)
+        record_rank_failure(msg, "peer rank", secondary=True)
         _exit_now(1)
     except BaseException as e:
         msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
@@ -147,8 +148,12 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     fix = "lower algo.buffer_size (ticks kept per env) or training.num_envs"
     agree(replay_memory_problem(device, layout.nbytes(), fix), "checking memory for the replay ring")
 
-    if ctx is None and early_stop_signal() is not None:
-        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+    stop_now = early_stop_signal() is not None
+    if ctx is not None:  # a stop that reached any rank before its run directory exists stops them all here
+        stop_now = any(ctx.all_gather(stop_now, "agreeing whether to start", group="startup"))
+    if stop_now:
+        if lead:
+            print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
         return 0
     run_dir: Path | None = None
     if lead:
@@ -191,7 +196,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         solver_early_exit=switches.solver_early_exit,
     )
     actor_factory = functools.partial(make_actor, algo, spec)
-    snapshot_dir = run_dir / "checkpoints" if lead else _rank_scratch(rank)
+    snapshot_dir = run_dir / "checkpoints" if lead else _rank_scratch(rank, ctx.env.run_id)
     settings = DuoSettings(
         device=str(device),
         num_envs=tr.num_envs,
@@ -220,6 +225,8 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         fail_capture=cfg.debug.fail_capture_rank == rank,
         stall=StallBounds.of(cfg),
         on_learner_stalled=_stall_recorder(ctx, run_dir if lead else None),
+        on_learner_gone=_gone_recorder(run_dir if lead else None),
+        snapshot_dir_is_scratch=not lead,
     )
     reporter: Any = None
     if lead:
@@ -293,17 +300,36 @@ def _record_learner_stall(rank: int | None, host: str, summary: str | None, mess
         mark_failed(Path(summary), message, "learner")
 
 
+def _gone_recorder(run_dir: Path | None) -> Any:
+    """What the collector calls when its learner died without a word: the run summary (rank 0, or the
+    run without data parallel) must not stay `running`. The cause is a guess (a signal, the OOM
+    killer): a launcher that knows better (the learner's exit status) replaces it."""
+    if run_dir is None:
+        return None
+    return functools.partial(_record_learner_gone, str(run_dir / "run_summary.json"))
+
+
+def _record_learner_gone(summary: str, message: str) -> None:
+    """In the collector process (pickled by reference: module-level)."""
+    from duorl.telemetry.summary import mark_failed
+
+    mark_failed(Path(summary), message, "learner", cause_known=False)
+
+
 def _inner(reporter: Any) -> Any:
     """The run directory behind a rank's reporter."""
     return getattr(reporter, "inner", reporter)
 
 
-def _rank_scratch(rank: int) -> Path:
+def _rank_scratch(rank: int, run_id: str) -> Path:
     """Where a rank other than 0 (which may run on a host without the run directory) keeps its
-    collector's snapshots until they are gathered into rank 0's checkpoint."""
-    import tempfile
+    collector's snapshots until they are gathered into rank 0's checkpoint: named by the run, so that
+    whoever outlives the rank (its collector, the launcher) can remove it (distributed/launch.py)."""
+    from duorl.distributed.launch import rank_scratch_dir
 
-    return Path(tempfile.mkdtemp(prefix=f"duorl-rank{rank}-"))
+    path = rank_scratch_dir(run_id, rank)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _data_parallel_learner(cfg: Config, learner: Any, ctx: Any, device: torch.device) -> Any:
@@ -429,7 +455,10 @@ def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, di
             record_rank_failure(f"{where}{result.error}", result.failed_part or "learner",
                                 secondary=result.failed_part == "peer rank")
         if directory is not None:
-            directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}")
+            # a peer rank's loss is only the echo of its failure: the launcher replaces it with the cause
+            extra = {"cause_known": False} if result.failed_part == "peer rank" else {}
+            directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}",
+                             failed_part=result.failed_part, **extra)
         print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
         if directory is not None:
             kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"

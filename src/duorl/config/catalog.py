@@ -22,14 +22,9 @@ def yaml_task_names() -> list[str]:
 def available_tasks() -> list[str]:
     """Task names the envs registry can build.
 
-    The registry is imported lazily (it pulls in torch and the simulators, which `--help` and config
-    errors should not pay for unless they need the list). Until envs/registry.py exists, the task
-    YAML files stand in for it; any other import failure is a real bug and propagates.
+    From envs/task_names.py, not the registry itself: that pulls in torch and the simulators, which
+    `--help` and config errors do not pay for.
     """
-    try:
-        from duorl.envs.registry import TASKS
-    except ModuleNotFoundError as e:
-        if e.name not in ("duorl.envs.registry", "duorl.envs"):
-            raise
-        return yaml_task_names()
+    from duorl.envs.task_names import TASKS
+
     return sorted(TASKS)

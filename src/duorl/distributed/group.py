@@ -81,7 +81,8 @@ class DistContext:
             if isinstance(e, RankLost):
                 raise
             text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise RankLost(f"rank {self.rank} ({self.host}) lost a peer rank while {what}: {text}") from e
+            # no rank prefix: whoever reports it names this rank once (cli/train.py)
+            raise RankLost(f"lost a peer rank while {what}: {text}") from e
 
     def all_gather(self, obj: Any, what: str, group: str = "control") -> list[Any]:
         """Every rank's `obj`, in rank order (picklable host data)."""

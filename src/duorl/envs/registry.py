@@ -11,6 +11,7 @@ from typing import Callable
 import torch
 
 from duorl.config.schema import SimConfig, TaskConfig
+from duorl.envs import task_names
 from duorl.envs.base import EnvSpec
 from duorl.envs.tasks.base import Task
 from duorl.envs.tasks.pendulum import PendulumSwingup
@@ -38,6 +39,7 @@ _TASKS: dict[str, Callable[[TaskConfig], Task]] = {
     "g1_motion_tracking": _g1_motion_tracking,
 }
 TASKS: tuple[str, ...] = tuple(_TASKS)
+assert TASKS == task_names.TASKS, "envs/task_names.py lists the tasks built here"
 SIMS: tuple[str, ...] = ("mujoco", "mjwarp")
 
 

@@ -10,33 +10,40 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from duorl.config.devices import gpu_uuid
+from duorl.runtime.atomic_files import write_json
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Temp file in the same folder, fsync, rename: a reader sees the old or the new file, never half."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, sort_keys=False, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """`obj` as JSON, replacing `path` atomically (runtime/atomic_files.py)."""
+    write_json(path, obj, Path(path).name)
 
 
-def mark_failed(path: Path, message: str, part: str) -> None:
-    """Record in a run summary that the run failed (`part` named), for a process that ends a run its
-    owner cannot end itself (a collector ending its frozen learner). Leaves a missing or unreadable
-    summary alone: the message is on stderr too."""
+# what a run summary says before the run ended
+OPEN_STATUSES = ("starting", "running")
+
+
+def mark_failed(path: Path, message: str, part: str, cause_known: bool = True) -> bool:
+    """Record in a run summary that the run failed (`part` named), for a process that outlives the one
+    that would have (a collector whose learner froze or died, the launcher whose rank died). It writes
+    over a summary that still says the run goes on, or over a failure recorded without its cause
+    (`cause_known: false`: a peer rank's echo, a collector's guess); never over a run's own outcome.
+    Leaves a missing or unreadable summary alone (the message is on stderr too); True if written."""
     try:
         summary = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return
+        return False
+    if summary.get("status") not in OPEN_STATUSES and summary.get("cause_known", True):
+        return False
     summary.update(status="failed", error=message, failed_part=part)
-    write_json_atomic(path, summary)
+    if cause_known:
+        summary.pop("cause_known", None)
+    else:
+        summary["cause_known"] = False
+    try:
+        write_json_atomic(path, summary)
+    except OSError:
+        return False
+    return True
 
 
 def package_versions() -> dict[str, str | None]:
@@ -46,11 +53,17 @@ def package_versions() -> dict[str, str | None]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = None
+    import torch
+
     out["cuda"] = torch.version.cuda
     return out
 
 
-def device_record(device: torch.device) -> dict[str, Any]:
+def device_record(device: Any) -> dict[str, Any]:
+    import torch
+
+    from duorl.config.devices import gpu_uuid
+
     rec: dict[str, Any] = {"device": str(device), "type": device.type}
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
