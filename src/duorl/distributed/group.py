@@ -25,13 +25,10 @@ import torch.distributed as dist
 
 from duorl.config.errors import InputRefused
 from duorl.distributed.launch import RankEnv
+from duorl.distributed.roll_call import RankRefusal
 from duorl.runtime.coordination import RankLost
 
 T = TypeVar("T")
-
-
-class RankRefusal(InputRefused):
-    """A check every rank ran refused the run on some rank (exit code 2 on all of them)."""
 
 
 @dataclass
