@@ -245,7 +245,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         rank_record = {"rank": rank, "local_rank": ctx.env.local_rank, "host": ctx.host,
                        "device": str(device), "device_uuid": device_record(device).get("uuid")}
         reporter = RankReporter(ctx, reporter, sync, rank_record)
-        coordinator = DataParallelCoordinator(ctx)
+        coordinator = DataParallelCoordinator(ctx, sync.watch)
 
     def on_collector_ready(collector_pid: int, collector_device: str) -> dict[str, Any]:
         # MPS fails open: once both processes hold a CUDA context, prove they share one GPU as the
@@ -347,7 +347,11 @@ def _data_parallel_learner(cfg: Config, learner: Any, ctx: Any, device: torch.de
     layouts = ctx.all_gather(group_layout(learner.sync_groups, cfg.training.dp_gradient_wire_dtype),
                              "comparing gradient layouts", group="startup")
     ctx.agree(layout_mismatch(layouts), "comparing gradient layouts")
+    from duorl.distributed.collective_wait import CollectiveWatch, RankBeats
+
     sync = AllReduceSynchronizer(ctx.data, ctx.world_size, device, cfg.training.dp_gradient_wire_dtype)
+    # the learner beats while it waits for a peer rank, and names the one it waits for
+    ctx.watch = sync.watch = CollectiveWatch(ctx.rank, ctx.host, cfg.training.wait_report_s, RankBeats(ctx.env, ctx.host))
     learner.set_synchronizer(sync)
     return sync
 

@@ -63,6 +63,8 @@ class AllReduceSynchronizer(LocalValidity):
         self._buffer_views: list[torch.Tensor] = []
         self._timing: list[tuple[Any, Any]] = []
         self._host_ms = 0.0
+        # how a host-side collective is waited for (distributed/collective_wait.py; None: blocking)
+        self.watch: Any = None
 
     # ------------------------------------------------------------------ GradientSynchronizer
 
@@ -143,7 +145,12 @@ class AllReduceSynchronizer(LocalValidity):
 
     def _all_reduce_tensor(self, t: torch.Tensor, what: str) -> None:
         try:
-            dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
+            if self.watch is not None and self._side is None:
+                # a host-side wait (gloo): the learner beats and says whom it waits for (collective_wait.py)
+                with self.watch.waiting(f"all-reducing the {what}"):
+                    dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
+            else:
+                dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
         except (RuntimeError, ValueError) as e:
             raise RankLost(f"lost a peer rank while all-reducing the {what}: {e}") from e
 

@@ -40,6 +40,8 @@ class DistContext:
     control: Any = None
     startup: Any = None
     host: str = field(default_factory=platform.node)
+    # how this rank's learner waits in a collective (distributed/collective_wait.py; None: it blocks)
+    watch: Any = None
 
     @property
     def rank(self) -> int:
@@ -73,7 +75,10 @@ class DistContext:
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         try:
-            return fn()
+            if self.watch is None:
+                return fn()
+            with self.watch.waiting(what):
+                return fn()
         except (RuntimeError, OSError, ValueError, pickle.UnpicklingError) as e:
             if isinstance(e, RankLost):
                 raise

@@ -33,8 +33,8 @@ class StoppedBeforeStart(Exception):
     """A stop request arrived while the ranks were still gathering: nothing was written."""
 
 
-def agent_store(renv: RankEnv, timeout_s: float) -> Any | None:
-    """A client of the elastic agent's store, namespaced for this run's attempt; None without one."""
+def agent_store(renv: RankEnv, timeout_s: float, name: str = "roll_call") -> Any | None:
+    """A client of the elastic agent's store, namespaced for this run's attempt and `name`; None without one."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None
     from torch.distributed import PrefixStore, TCPStore
@@ -45,7 +45,7 @@ def agent_store(renv: RankEnv, timeout_s: float) -> Any | None:
     except (KeyError, ValueError, RuntimeError):
         return None
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    return PrefixStore(f"duorl/{renv.run_id}/{attempt}/roll_call", store)
+    return PrefixStore(f"duorl/{renv.run_id}/{attempt}/{name}", store)
 
 
 def roll_call(renv: RankEnv, problem: str | None, timeout_s: float, report_every_s: float = 30.0) -> None:

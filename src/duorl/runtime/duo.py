@@ -179,6 +179,7 @@ class Duo:
         self.board = WeightBoard.allocate(self.learner.actor, self.device)
         self.control = ControlBlock.allocate()
         self._beat = Heartbeat(self.control, "learner", s.stall)
+        self.coord.attach_heartbeat(self._beat)
         # the learner's phase follows its calls into the other ranks and into the run directory
         self.coord = PhasedCoordinator(self.coord, self._beat)
         self.reporter = PhasedReporter(self.reporter, self._beat)
