@@ -26,6 +26,7 @@ from torch import nn
 
 from duorl.algos.grad_buffers import FlatGroup, LocalValidity
 from duorl.gpu.graphs import forked_stream
+from duorl.distributed.group import backend_cause
 from duorl.runtime.coordination import RankLost
 
 WIRE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -110,7 +111,7 @@ class AllReduceSynchronizer(LocalValidity):
         try:
             dist.all_gather(parts, x.contiguous(), group=self.group)
         except (RuntimeError, ValueError) as e:
-            raise RankLost(f"lost a peer rank while gathering running statistics: {e}") from e
+            raise RankLost(f"lost a peer rank while gathering running statistics: {backend_cause(e)}") from e
         return torch.cat(parts)
 
     def fingerprint(self) -> Hashable:
@@ -152,7 +153,7 @@ class AllReduceSynchronizer(LocalValidity):
             else:
                 dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
         except (RuntimeError, ValueError) as e:
-            raise RankLost(f"lost a peer rank while all-reducing the {what}: {e}") from e
+            raise RankLost(f"lost a peer rank while all-reducing the {what}: {backend_cause(e)}") from e
 
     def _name_of(self, g: FlatGroup) -> str:
         return next((k for k, v in self._groups.items() if v is g), "?")

@@ -82,7 +82,7 @@ class DistContext:
         except (RuntimeError, OSError, ValueError, pickle.UnpicklingError) as e:
             if isinstance(e, RankLost):
                 raise
-            text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            text = backend_cause(e)
             # no rank prefix: whoever reports it names this rank once (cli/train.py)
             raise RankLost(f"lost a peer rank while {what}: {text}") from e
 
@@ -134,6 +134,19 @@ class DistContext:
             r, p, h = bad[0]
             more = f" (and ranks {', '.join(str(b[0]) for b in bad[1:])})" if len(bad) > 1 else ""
             raise RankRefusal(f"rank {r} ({h}){more}: {p}")
+
+
+def backend_cause(e: BaseException) -> str:
+    """A backend error's cause, without its source location and advice ("[.../pair.cc:537] Read error
+    [127.0.0.1]:4835: Connection reset by peer. This is typically caused by ... GLHF!" -> "Read error
+    [127.0.0.1]:4835: Connection reset by peer")."""
+    import re
+
+    text = str(e).strip()
+    if not text:
+        return type(e).__name__
+    text = re.sub(r"^\[[^\]]*\.(?:cc|cpp|h):\d+\]\s*", "", text.splitlines()[0])
+    return text.split(" This is typically caused")[0].strip()
 
 
 @dataclass

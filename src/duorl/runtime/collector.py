@@ -162,13 +162,18 @@ def _learner_gone(args: CollectorArgs) -> None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Running (a zombie, dead but not yet reaped by its parent, counts as gone)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
         return True
-    return True
 
 
 def _end_stalled_learner(args: CollectorArgs, why: str) -> None:
