@@ -17,6 +17,7 @@ stream (inside a capture: the capture stream).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any, Hashable, Mapping, Sequence
 
@@ -109,7 +110,8 @@ class AllReduceSynchronizer(LocalValidity):
     def gather(self, x: torch.Tensor) -> torch.Tensor:
         parts = [torch.empty_like(x) for _ in range(self.world_size)]
         try:
-            dist.all_gather(parts, x.contiguous(), group=self.group)
+            with self._waiting("gathering running statistics"):
+                dist.all_gather(parts, x.contiguous(), group=self.group)
         except (RuntimeError, ValueError) as e:
             raise RankLost(f"lost a peer rank while gathering running statistics: {backend_cause(e)}") from e
         return torch.cat(parts)
@@ -146,14 +148,17 @@ class AllReduceSynchronizer(LocalValidity):
 
     def _all_reduce_tensor(self, t: torch.Tensor, what: str) -> None:
         try:
-            if self.watch is not None and self._side is None:
-                # a host-side wait (gloo): the learner beats and says whom it waits for (collective_wait.py)
-                with self.watch.waiting(f"all-reducing the {what}"):
-                    dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
-            else:
+            with self._waiting(f"all-reducing the {what}"):
                 dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
         except (RuntimeError, ValueError) as e:
             raise RankLost(f"lost a peer rank while all-reducing the {what}: {backend_cause(e)}") from e
+
+    def _waiting(self, what: str) -> Any:
+        """A host-side wait (gloo) is watched: the learner beats and says whom it waits for
+        (collective_wait.py); a CUDA collective is queued on a stream, and the host does not wait here."""
+        if self.watch is not None and self._side is None:
+            return self.watch.waiting(what)
+        return contextlib.nullcontext()
 
     def _name_of(self, g: FlatGroup) -> str:
         return next((k for k, v in self._groups.items() if v is g), "?")

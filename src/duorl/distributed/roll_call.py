@@ -61,10 +61,16 @@ def roll_call(renv: RankEnv, problem: str | None, timeout_s: float, report_every
         return
     host = platform.node()
     store.set(f"rank{renv.rank}", json.dumps({"problem": problem, "host": host, "pid": os.getpid()}))
+    if problem is not None:
+        raise RankRefusal(f"rank {renv.rank} ({host}): {problem}")
     start = time.monotonic()
     next_report = start + report_every_s
     seen: dict[int, dict[str, Any]] = {}
     while True:
+        decided = _decision(store)
+        if decided is not None:
+            _follow(decided)
+            return
         for r in range(renv.world_size):
             if r not in seen and store.check([f"rank{r}"]):
                 seen[r] = json.loads(store.get(f"rank{r}"))
@@ -73,10 +79,14 @@ def roll_call(renv: RankEnv, problem: str | None, timeout_s: float, report_every
             first = seen[refused[0]]
             more = f" (and ranks {', '.join(map(str, refused[1:]))})" if len(refused) > 1 else ""
             raise RankRefusal(f"rank {refused[0]} ({first['host']}){more}: {first['problem']}")
+        # whether the ranks join or stop is decided once, by whichever rank decides first (compare-and-
+        # set): a rank never leaves while another, having seen everyone ready, joins and waits for it
         if len(seen) == renv.world_size:
+            _follow(_decide(store, "go"))
             return
         if STOP_REQUEST.signal is not None:
-            raise StoppedBeforeStart()
+            _follow(_decide(store, "stop"))
+            return
         now = time.monotonic()
         if now - start > timeout_s:
             missing = [r for r in range(renv.world_size) if r not in seen]
@@ -88,3 +98,17 @@ def roll_call(renv: RankEnv, problem: str | None, timeout_s: float, report_every
                   f"{now - start:.0f} s so far", file=sys.stderr, flush=True)
             next_report = now + report_every_s
         time.sleep(0.2)
+
+
+def _decision(store: Any) -> str | None:
+    return store.get("decision").decode() if store.check(["decision"]) else None
+
+
+def _decide(store: Any, proposal: str) -> str:
+    """The run's decision: `proposal` if no rank decided before, else that rank's decision."""
+    return store.compare_set("decision", "", proposal).decode()
+
+
+def _follow(decision: str) -> None:
+    if decision == "stop":
+        raise StoppedBeforeStart()

@@ -230,8 +230,11 @@ class Duo:
         ctx = mp.get_context("spawn")
         # daemon: multiprocessing terminates it if this process exits on an unhandled path
         self.process = ctx.Process(target=collector_main, args=(args,), name="duorl-collector", daemon=True)
-        # the collector dies with this process from its first import of duorl (runtime/orphans.py)
-        with orphans.naming_parent(COLLECTOR_ROLE):
+        # the collector dies with this process from its first import of duorl (runtime/orphans.py), and
+        # ignores SIGINT and SIGTERM from its first instruction until its handlers exist: a launcher's
+        # Ctrl-C or SIGTERM to the rank's process group must not kill it while it starts (its learner,
+        # signalled too, stops the run cleanly); an ignored disposition survives the exec
+        with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
             self.process.start()
         self._watch = PeerWatch(self.control, self._beat, self.process.pid, s.stall)
 

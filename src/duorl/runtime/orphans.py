@@ -71,6 +71,23 @@ def naming_parent(role: str) -> Iterator[None]:
             os.environ[PARENT_ENV] = old
 
 
+@contextlib.contextmanager
+def signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while a child is started (it inherits the disposition through exec;
+    this process's own handlers are back at once). The main thread only; elsewhere nothing changes."""
+    old: dict[int, object] = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                old[sig] = signal.signal(sig, signal.SIG_IGN)
+            except ValueError:  # not the main thread
+                pass
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 def _record_sigterm(signum: int, frame: object) -> None:
     global early_sigterm
     early_sigterm = True
