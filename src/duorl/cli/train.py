@@ -161,7 +161,12 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
         print(f"duorl: run directory {run_dir}", flush=True)
     if ctx is not None:
-        run_dir = Path(ctx.broadcast(str(run_dir) if lead else None, "sharing the run directory"))
+        # global rank 0 (whichever host the rendezvous made it) writes the run directory: every other
+        # node says where it is (docs/distributed.md)
+        path, writer = ctx.broadcast((str(run_dir), ctx.host) if lead else None, "sharing the run directory")
+        run_dir = Path(path)
+        if not lead and ctx.env.local_rank == 0:
+            print(f"duorl: run directory {run_dir} on {writer} (written by rank 0)", flush=True)
     assert run_dir is not None
 
     if device.type == "cuda":
