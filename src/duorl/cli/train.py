@@ -25,6 +25,8 @@ from duorl.config.schema import Config
 from duorl.config.switches import Switches, resolve_switches
 from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
 from duorl.config.seeding import derive_seed
+from duorl.runtime.atomic_files import WriteFailed
+from duorl.runtime.outcome import exit_code, outcome_of
 
 
 def replay_age_bias(algo: Any) -> Any:
@@ -48,7 +50,11 @@ def train(cfg: Config) -> int:
     mps.prepare_environment()  # before CUDA initialises: the collector inherits the pipe directory
     device = torch.device(resolve_device(cfg))
     if renv is None:
-        return _train(cfg, device, mps, None)
+        try:
+            return _train(cfg, device, mps, None)
+        except WriteFailed as e:  # outside the duo's loop (the run directory's first files): no traceback
+            print(f"duorl: error: {e}", file=sys.stderr, flush=True)
+            return exit_code("failed")
 
     from duorl.distributed.group import DistContext, RankRefusal
     from duorl.distributed.launch import record_rank_failure
@@ -63,12 +69,14 @@ def train(cfg: Config) -> int:
         if renv.rank == 0 or not isinstance(e, RankRefusal):
             print(f"error: {msg}", file=sys.stderr, flush=True)
         record_rank_failure(msg, "input")
-        _exit_now(2)
-    except RankLost as e:
+        _exit_now(exit_code("refused"))
+    except (RankLost, WriteFailed) as e:
+        outcome = outcome_of(e)
+        assert outcome is not None and outcome.failed_part is not None
         msg = f"rank {renv.rank} ({ctx.host}): {e}"
-        print(f"duorl: {msg}", file=sys.stderr, flush=True)
-        record_rank_failure(msg, "peer rank", secondary=True)
-        _exit_now(1)
+        print(f"duorl: {'' if outcome.secondary else 'error: '}{msg}", file=sys.stderr, flush=True)
+        record_rank_failure(msg, outcome.failed_part, secondary=outcome.secondary)
+        _exit_now(outcome.exit_code)
     except BaseException as e:
         msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
         record_rank_failure(msg, "learner")
@@ -456,7 +464,7 @@ def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, di
             from duorl.distributed.launch import record_rank_failure
 
             record_rank_failure(result.error or "refused", "input")
-        return 2
+        return exit_code(result.status)
     if result.status == "failed":
         if ctx is not None:
             from duorl.distributed.launch import record_rank_failure
@@ -472,7 +480,7 @@ def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, di
         if directory is not None:
             kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
             print(f"duorl: run directory {run_dir} (status failed; {kept})", file=sys.stderr)
-        return 1
+        return exit_code(result.status)
     digests = None
     if ctx is not None:
         from duorl.distributed.agreement import state_digest

@@ -22,9 +22,15 @@ def yaml_task_names() -> list[str]:
 def available_tasks() -> list[str]:
     """Task names the envs registry can build.
 
-    From envs/task_names.py, not the registry itself: that pulls in torch and the simulators, which
-    `--help` and config errors do not pay for.
+    The registry's own list once it is loaded; before, envs/task_names.py (which the registry checks it
+    matches): importing the registry pulls in torch and the simulators, which `--help` and config
+    errors do not pay for.
     """
+    import sys
+
+    registry = sys.modules.get("duorl.envs.registry")
+    if registry is not None:
+        return sorted(registry.TASKS)
     from duorl.envs.task_names import TASKS
 
     return sorted(TASKS)
