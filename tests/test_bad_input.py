@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +139,8 @@ _ONE_KEY = [
     ("debug.slow_phase=nowhere", "debug.slow_phase=nowhere"),
     ("debug.slow_phase=learner:dreaming", "debug.slow_phase=learner:dreaming"),
     ("training.resume=/nonexistent/run", "training.resume=/nonexistent/run"),
+    ("algo.buffer_size=4", "algo.batch_size=32"),  # 4 ticks x 4 envs (TINY): fewer transitions than one batch
+    ("training.dp_timeout_s=60", "training.dp_timeout_s=60"),  # a one-device run reads no data-parallel key
 ]
 for _override, _needle in _ONE_KEY:
     c(f"config {_override}")(lambda tmp, o=_override, n=_needle: (_train(tmp, o), (n,)))
@@ -170,6 +173,27 @@ def _(tmp):
 
 
 # -- the run directory
+# -- tasks from outside duorl (envs/task_sources.py; tests/envs/fake_tasks.py holds the broken factories)
+_FAKE = "tests.envs.fake_tasks"
+_TASK_SOURCES = [
+    ("an unknown name lists the closest", "pendulum_swingap", ("task.name=pendulum_swingap", "did you mean pendulum_swingup")),
+    ("an import path that fails to import", f"{_FAKE}_broken:make", ("fails to import", "RuntimeError: broken on purpose")),
+    ("an import path whose module is not installed", "no_such_module_xyz:make", ("fails to import", "ModuleNotFoundError")),
+    ("an import path to a missing factory", f"{_FAKE}:pendulm", ("has no attribute pendulm", f"{_FAKE}:pendulum")),
+    ("a factory that returns no Task", f"{_FAKE}:returns_none", ("returned a NoneType, which is no duorl Task",)),
+    ("a factory that raises", f"{_FAKE}:raises", ("raised RuntimeError: no robot model here",)),
+    ("a zero-size action", f"{_FAKE}:zero_action", ("duorl cannot train its spaces: action_dim=0",)),
+    ("non-float observations (one probe step)", f"{_FAKE}:int_obs", ("obs['actor'] is torch.int64",)),
+]
+for _id, _task, _says in _TASK_SOURCES:
+    c(f"task: {_id}")(lambda tmp, task=_task, says=_says: (_train(tmp, task=task), (f"task.name={task}", *says)))
+
+
+@c("task: algo.use_symmetry=true for a task without a mirror")
+def _(tmp):
+    return _train(tmp, "algo.use_symmetry=true"), ("algo.use_symmetry=true", "pendulum_swingup does not")
+
+
 @c("run dir: a finished run's directory is refused and resume is offered")
 def _(tmp):
     run = _checkpoint_run(tmp)
@@ -524,6 +548,30 @@ def test_bad_input_is_refused_before_anything_is_built(case: Case, tmp_path: Pat
         assert name in err, (name, err)
     assert _files(tmp_path) == before, "a refusal left files behind"
     assert "run directory" not in out
+
+
+@pytest.mark.parametrize("how", ["adapter missing", "mjlab missing", "unknown id", "--sim mujoco"])
+def test_mjlab_tasks_are_refused_before_anything_is_built(how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The mjlab: cases, with a stand-in for duorl.envs.mjlab (mjlab itself may be installed or not)."""
+    from tests.envs.fake_tasks import fake_mjlab_module
+
+    module = None if how == "adapter missing" else fake_mjlab_module([], installed=how != "mjlab missing")
+    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", module)
+    task = "mjlab:Mjlab-Cartpole-Swingap" if how == "unknown id" else "mjlab:Mjlab-Cartpole-Swingup"
+    argv = _train(tmp_path, task=task)
+    argv[argv.index("--sim") + 1] = "mujoco" if how == "--sim mujoco" else "mjwarp"
+    names = {"adapter missing": ("pip install 'duorl[mjlab]'",), "mjlab missing": ("pip install 'duorl[mjlab]'",),
+             "unknown id": (f"task.name={task}", "closest: mjlab:Mjlab-Cartpole-Swingup"),
+             "--sim mujoco": ("sim.name=mujoco", "always steps MuJoCo Warp", "--sim mjwarp")}[how]
+    before = _files(tmp_path)
+    capsys.readouterr()
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Fix: " in err, err
+    for name in names:
+        assert name in err, (name, err)
+    assert _files(tmp_path) == before and "run directory" not in out
 
 
 def test_a_torn_last_line_is_skipped_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,6 +20,7 @@ def run(tmp_path_factory):
     return run_dir
 
 
+@pytest.mark.slow
 def test_onnx_policy_matches_torch(run):
     import onnxruntime as ort
     from safetensors.torch import load_file
@@ -44,6 +45,7 @@ def test_onnx_policy_matches_torch(run):
     np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_play_prints_evaluation_metrics(run):
     cmd = [sys.executable, "-m", "duorl", "play", str(run), "--episodes", "3", "--json"]
     r1 = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -57,6 +59,7 @@ def test_play_prints_evaluation_metrics(run):
     assert table.returncode == 0 and "return       mean" in table.stdout
 
 
+@pytest.mark.slow
 def test_play_video_without_gl_is_a_clear_message(run, tmp_path):
     env = {"MUJOCO_GL": "egl", "PATH": "/usr/bin:/bin"}
     r = subprocess.run(
@@ -75,6 +78,7 @@ def test_play_rejects_a_directory_that_is_no_run(tmp_path):
     assert r.returncode == 2 and "not a duorl run directory" in r.stderr
 
 
+@pytest.mark.slow
 def test_play_reports_the_task_metrics_of_the_deterministic_policy(tmp_path):
     """g1_walk_flat's diagnostics (velocity errors, each reward term's share) come out of `duorl play`
     as means over every step: 3-step episodes that all last, so the shares add up to return / length."""

@@ -24,6 +24,7 @@ def _fault(tmp_path, name: str):
     return run_dir, proc, s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", ["collector", "learner"])
 def test_killing_rank_1s_part_ends_the_run_naming_it(tmp_path, part):
     run_dir, proc, s = _fault(tmp_path, part)
@@ -48,6 +49,7 @@ def test_killing_rank_1s_part_ends_the_run_naming_it(tmp_path, part):
         kill_group(proc)
 
 
+@pytest.mark.slow
 def test_sigint_to_the_launcher_stops_every_rank_with_a_final_checkpoint(tmp_path):
     run_dir, proc, s = _fault(tmp_path, "sigint")
     try:
@@ -77,7 +79,7 @@ from tests.distributed.conftest import dp_env, free_port, torchrun_cmd
 from tests.runtime.test_duo_protocol import _alive as alive
 
 FULL = os.environ.get("DUORL_FAULT_MATRIX") == "1"
-full_matrix = pytest.mark.skipif(not FULL, reason="the full fault matrix: DUORL_FAULT_MATRIX=1 (benchmarks/fault_matrix.sh)")
+full_matrix = pytest.mark.skipif(not FULL, reason="the full fault matrix: DUORL_FAULT_MATRIX=1 (benchmarks/scripts/fault_matrix.sh)")
 ORPHAN_S = 10.0  # every process gone within this of its launcher's death
 SHUTDOWN_S = 5.0  # every process gone within this of the final summary
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duorl import cli
+from duorl.cli import main as cli
 from duorl.config.errors import ConfigError
 from duorl.config.schema import TaskConfig
 from duorl.envs.g1 import model as g1

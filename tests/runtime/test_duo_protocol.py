@@ -37,6 +37,7 @@ def _assert_bitwise_equal(a, b, path="learner"):
         assert a == b, path
 
 
+@pytest.mark.slow
 def test_weights_identical_whatever_process_is_slow(tmp_path):
     runs = {
         "plain": [],
@@ -57,12 +58,14 @@ def test_weights_identical_whatever_process_is_slow(tmp_path):
     _assert_bitwise_equal(states["plain"], states["slow_learner"])
 
 
+@pytest.mark.slow
 def test_learner_never_samples_rows_being_written(tmp_path):
-    # a ring of 6 ticks with 2 ticks per iteration wraps every 3 iterations
+    # a ring of 6 ticks with 2 ticks per iteration wraps every 3 iterations; 8 envs: one batch (32) fits
     r = run_duorl(
         tmp_path / "w",
         "algo.max_iterations=30",
         "algo.buffer_size=6",
+        "training.num_envs=8",
         "training.env_steps_per_sync=2",
         "algo.learning_starts=2",
         "debug.check_replay_window=true",
@@ -108,6 +111,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_killing_the_collector_fails_the_run_naming_it(tmp_path):
     proc = _start(tmp_path / "k")
     try:
@@ -143,6 +147,7 @@ def test_killing_the_learner_leaves_no_collector(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_sigint_exits_cleanly_with_a_loadable_checkpoint(tmp_path):
     proc = _start(tmp_path / "i")
     try:
@@ -177,6 +182,7 @@ def _tiny_algo() -> list[str]:
     return [o for o in TINY if o.startswith("algo.")]
 
 
+@pytest.mark.slow
 def test_a_g1_walk_run_logs_every_task_metric(tmp_path):
     """All 13 task diagnostics of g1_walk_flat cross the control block (task_metric_0..12) into
     metrics.jsonl, and the reward terms' contributions add up to the logged mean reward. With

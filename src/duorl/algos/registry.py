@@ -12,28 +12,25 @@ import torch
 from torch import nn
 
 from duorl.algos.base import Learner
+from duorl.config.schema import ALGOS
 
 if TYPE_CHECKING:
     from duorl.config.schema import AlgoConfig
     from duorl.envs.base import EnvSpec
 
-ALGOS_BUILT = ("sac", "flashsac", "warpsac")
-_ALGOS_PLANNED: tuple[str, ...] = ()
 # WarpSAC is FlashSAC's learner; its age-biased replay sampling is chosen by the runtime from the config
 _FLASH = ("flashsac", "warpsac")
 
 
-def _check_built(name: str) -> None:
-    if name in ALGOS_BUILT:
-        return
-    if name in _ALGOS_PLANNED:
-        raise NotImplementedError(f"algo '{name}' is not built yet (built: {', '.join(ALGOS_BUILT)})")
-    raise ValueError(f"unknown algo '{name}' (built: {', '.join(ALGOS_BUILT)}; planned: {', '.join(_ALGOS_PLANNED)})")
+def _check_known(name: str) -> None:
+    """config.validate refuses other names first; this guards a hand-made AlgoConfig."""
+    if name not in ALGOS:
+        raise ValueError(f"unknown algo '{name}' (known: {', '.join(ALGOS)})")
 
 
 def make_learner(algo_cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> Learner:
     """The learner for `algo_cfg.name`, with models initialised from `seed` alone."""
-    _check_built(algo_cfg.name)
+    _check_known(algo_cfg.name)
     if algo_cfg.name in _FLASH:
         from duorl.algos.flashsac.learner import FlashSACLearner
 
@@ -49,7 +46,7 @@ def make_actor(algo_cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str) 
     Its initial weights are irrelevant: the collector loads the learner's published state_dict.
     Built under a forked RNG so the caller's global RNG stream is not consumed.
     """
-    _check_built(algo_cfg.name)
+    _check_known(algo_cfg.name)
     if algo_cfg.name in _FLASH:
         from duorl.algos.flashsac.learner import build_actor
     else:

@@ -1,4 +1,4 @@
-"""`duorl train | metrics`: routing only. Work lives in duorl.config, duorl.cli.train and duorl.telemetry."""
+"""`duorl train | config | tasks | metrics | ...`: routing only. Work lives in duorl.config, duorl.cli.train and duorl.telemetry."""
 
 from __future__ import annotations
 
@@ -34,14 +34,14 @@ class _LazyHelpParser(argparse.ArgumentParser):
 
 def _train_description() -> str:
     from duorl.config.catalog import available_tasks
-    from duorl.config.validate import BUILT_ALGOS
 
-    algos = ", ".join(a if a in BUILT_ALGOS else f"{a} (not built yet)" for a in ALGOS)
+    algos = ", ".join(ALGOS)
     sims = "; ".join(f"{s} ({_SIM_NOTES.get(s, '')})" for s in SIMS)
     return (
         "Train a policy with one learner/collector duo.\n\n"
         f"algorithms (--algo): {algos}\n"
         f"tasks (--task):      {', '.join(available_tasks())}\n"
+        "                     or package.module:factory, or mjlab:ID (`duorl tasks` lists them; docs/tasks.md)\n"
         f"sims (--sim):        {sims}\n"
         "                     default: mjwarp when a CUDA device is visible, else mujoco\n\n"
         "Trailing key=value pairs override the configuration (order: schema < algo YAML < task YAML <\n"
@@ -83,6 +83,24 @@ def _group(sub: Any, name: str, summary: str, description: str, dest: str, metav
     """A command made of sub-commands (`duorl mps start`): its own help page, and the sub-parsers action."""
     group = sub.add_parser(name, help=summary, description=description)
     return group.add_subparsers(dest=dest, metavar=metavar, title=f"{metavar.lower()}s")
+
+
+def _add_tasks(sub: Any) -> None:
+    tasks = sub.add_parser(
+        "tasks", help="list every task duorl can train here, with its sizes and source",
+        description="Every task --task accepts here: builtin, registered by a `duorl.tasks` entry point, and "
+                    "mjlab's when mjlab is installed, each with its actor and critic observation sizes, its action "
+                    "size and its source (docs/tasks.md). Sizes come from each task's spec: no simulation is "
+                    "built. Any module path package.module:factory is accepted too. Exit 1 if a task cannot be "
+                    "loaded (its row says why).",
+    )
+    tasks.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+
+
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    from duorl.cli.tasks import tasks_main
+
+    return tasks_main(args.json)
 
 
 def _add_mps(sub: Any) -> None:
@@ -248,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_choice(train, "to train")
     train.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
     _add_config(sub)
+    _add_tasks(sub)
 
     metrics = sub.add_parser(
         "metrics", help="mean of the last N logged iterations of a run",
@@ -290,8 +309,11 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
             return _start_rank(args, overrides, renv)
         cfg = load_config(args.algo, args.task, args.sim, overrides)
         from duorl.config.switches import data_parallel_enabled
+        from duorl.config.validate import check_data_parallel_keys
 
-        if renv is None and data_parallel_enabled(cfg, launched_rank=False):
+        data_parallel = data_parallel_enabled(cfg, launched_rank=renv is not None)
+        check_data_parallel_keys(cfg, data_parallel)
+        if renv is None and data_parallel:
             return _launch_data_parallel(cfg, argv)
         from duorl.cli.train import train  # the runtime, imported only once the config is known good
 
@@ -476,6 +498,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _cmd_config(args, list(args.overrides) + extras)
     if args.command == "metrics":
         return _cmd_metrics(args)
+    if args.command == "tasks":
+        return _cmd_tasks(args)
     if args.command == "mps" and args.mps_command:
         from duorl.mps.daemon import mps_main
 

@@ -1,7 +1,7 @@
 """`duorl train`: wire a validated Config into one duo (one rank of a data-parallel run) and a run directory.
 
 This is the application layer: it alone knows the concrete algorithm and task registries, and hands
-the runtime plain factories (DESIGN.md §1). Without data parallel one process runs the whole job. As
+the runtime plain factories (docs/design.md §1). Without data parallel one process runs the whole job. As
 a rank (started by `duorl.distributed.launch` or torchrun), the process first agrees with its peers on the
 configuration, the MPS verdicts, the checkpoint and the memory it needs, all before any collector
 starts; rank 0 alone holds the run directory.
@@ -27,15 +27,6 @@ from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
 from duorl.config.seeding import derive_seed
 from duorl.runtime.atomic_files import WriteFailed
 from duorl.runtime.outcome import exit_code, outcome_of
-
-
-def replay_age_bias(algo: Any) -> Any:
-    """The runtime's AgeBias for algo.decay_step > 0 (WarpSAC), else None (uniform replay)."""
-    if algo.decay_step <= 0:
-        return None
-    from duorl.runtime.replay import AgeBias
-
-    return AgeBias(algo.decay_step, algo.replay_min_weight, algo.replay_num_buckets)
 
 
 def train(cfg: Config) -> int:
@@ -98,10 +89,11 @@ def _exit_now(code: int) -> None:
 
 def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.algos.registry import make_actor, make_learner
-    from duorl.envs.registry import make_task, make_vec_env
+    from duorl.envs.registry import env_spec, make_task, make_vec_env
+    from duorl.envs.task_sources import is_mjlab
     from duorl.runtime.coordination import Solo
-    from duorl.runtime.duo import Duo, DuoSettings, StartRefused
-    from duorl.runtime.heartbeat import StallBounds
+    from duorl.runtime.duo import Duo, StartRefused
+    from duorl.runtime.settings import DuoSettings
     from duorl.runtime.memory import replay_memory_problem
     from duorl.runtime.replay import ReplayLayout
     from duorl.cli.preflight import preflight
@@ -141,9 +133,10 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     agree(None if verdict.ok else verdict.message, "probing CUDA MPS")
     if tr.torch_threads > 0:
         torch.set_num_threads(tr.torch_threads)
-    task = make_task(cfg.task)  # unbound: shapes and state names, no simulation
-    spec = task.spec
-    checked = preflight(cfg, task, lead)  # the task's inputs and the run directory's path (duorl/cli/preflight.py)
+    # unbound: shapes and state names, no simulation (None: an mjlab task, a whole VecEnv without a Task)
+    task = None if is_mjlab(cfg.task.name) else make_task(cfg.task)
+    spec = env_spec(cfg.task) if task is None else task.spec
+    checked = preflight(cfg, spec, task, lead)  # the task's inputs and the run directory's path (duorl/cli/preflight.py)
     for warning in checked.warnings:
         print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
     agree(checked.problem, "checking the run's inputs")
@@ -211,32 +204,16 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     actor_factory = functools.partial(make_actor, algo, spec)
     snapshot_dir = run_dir / "checkpoints" if lead else _rank_scratch(rank, ctx.env.run_id)
     settings = DuoSettings(
+        config=cfg,
         device=str(device),
-        num_envs=tr.num_envs,
-        env_steps_per_sync=tr.env_steps_per_sync,
-        buffer_size=algo.buffer_size,
-        max_iterations=algo.max_iterations,
-        learning_starts=algo.learning_starts,
-        updates_per_step=algo.updates_per_step,
-        save_interval=algo.save_interval,
-        log_interval=tr.log_interval,
         explore_seed=derive_seed(tr.seed, "explore", rank),
         replay_seed=derive_seed(tr.seed, "replay", rank),
-        torch_threads=tr.torch_threads,
-        collector_delay_ms=cfg.debug.collector_delay_ms,
-        learner_delay_ms=cfg.debug.learner_delay_ms,
-        check_replay_window=cfg.debug.check_replay_window,
+        whole_cycle_cuda_graph=switches.whole_cycle_cuda_graph,
+        tick_cuda_graph=switches.tick_cuda_graph,
         snapshot_dir=str(snapshot_dir),
         nan_dump_path=str(run_dir / "nan_first_state.pt") if tr.nan_guard.enabled and lead else None,
-        checkpoint_replay=tr.checkpoint_replay,
-        whole_cycle_cuda_graph=switches.whole_cycle_cuda_graph,
-        replay_age_bias=replay_age_bias(algo),
-        tick_cuda_graph=switches.tick_cuda_graph,
-        max_wall_s=tr.max_wall_minutes * 60.0 if tr.max_wall_minutes is not None else None,
-        eval_envs=tr.eval_envs,
         nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
         fail_capture=cfg.debug.fail_capture_rank == rank,
-        stall=StallBounds.of(cfg),
         on_learner_stalled=_stall_recorder(ctx, run_dir if lead else None),
         on_learner_gone=_gone_recorder(run_dir if lead else None),
         snapshot_dir_is_scratch=not lead,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 DEFAULTS_DIR = Path(__file__).resolve().parent / "defaults"
 
@@ -20,17 +21,24 @@ def yaml_task_names() -> list[str]:
 
 
 def available_tasks() -> list[str]:
-    """Task names the envs registry can build.
+    """The builtin and entry-point task names (envs/task_sources.py; import paths and mjlab ids are
+    open-ended and not listed). The task-source module is the one import of a higher layer in config/
+    (docs/design.md §1): it is light (no torch, no simulator), so `--help` and config errors do not pay
+    for the envs package."""
+    from duorl.envs.task_sources import task_names
 
-    The registry's own list once it is loaded; before, envs/task_names.py (which the registry checks it
-    matches): importing the registry pulls in torch and the simulators, which `--help` and config
-    errors do not pay for.
-    """
-    import sys
+    return task_names()
 
-    registry = sys.modules.get("duorl.envs.registry")
-    if registry is not None:
-        return sorted(registry.TASKS)
-    from duorl.envs.task_names import TASKS
 
-    return sorted(TASKS)
+def task_names_allowed() -> str:
+    """What `task.name` admits, in words (the task sources define it)."""
+    from duorl.envs.task_sources import ALLOWED
+
+    return ALLOWED
+
+
+def check_task(task_cfg: Any) -> None:
+    """Refuse a task name that resolves to no task source, or to one that does not load (InputRefused)."""
+    from duorl.envs.task_sources import check_task as check
+
+    check(task_cfg)

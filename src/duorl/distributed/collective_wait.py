@@ -1,4 +1,4 @@
-"""The right rank blamed when a collective waits (DESIGN.md §3 liveness, §4).
+"""The right rank blamed when a collective waits (docs/design.md §3 liveness, §4).
 
 A learner blocked in a collective because a peer rank froze (a gradient all-reduce, a checkpoint's
 gather) would stop beating, and its own collector would then end it as if it had frozen: the healthy

@@ -1,4 +1,4 @@
-"""Before a rank joins the process groups, every rank says whether it can start (DESIGN.md §4).
+"""Before a rank joins the process groups, every rank says whether it can start (docs/design.md §4).
 
 A rank that refuses its input before joining (a `training.devices` list that does not fit its node, a
 bad key on one host) would otherwise leave its peers waiting inside `init_process_group` for

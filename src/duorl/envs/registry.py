@@ -6,40 +6,15 @@
 
 from __future__ import annotations
 
-from typing import Callable
-
 import torch
 
 from duorl.config.schema import SimConfig, TaskConfig
-from duorl.envs import task_names
-from duorl.envs.base import EnvSpec
+from duorl.envs import task_sources
+from duorl.envs.base import EnvSpec, VecEnv
 from duorl.envs.tasks.base import Task
-from duorl.envs.tasks.pendulum import PendulumSwingup
 from duorl.envs.vec_env import TaskVecEnv
 
-def _g1_walk_flat(cfg: TaskConfig) -> Task:
-    from duorl.envs.tasks.g1_walk import G1WalkFlat  # G1 modules load only for G1 tasks
-
-    curriculum = {} if cfg.penalty_curriculum is None else {"penalty_curriculum": cfg.penalty_curriculum}
-    return G1WalkFlat(max_episode_steps=cfg.max_episode_steps, robot_xml=cfg.robot_xml,
-                      action_range=cfg.action_range, **curriculum)
-
-
-def _g1_motion_tracking(cfg: TaskConfig) -> Task:
-    from duorl.envs.tasks.g1_tracking import G1MotionTracking
-
-    return G1MotionTracking(max_episode_steps=cfg.max_episode_steps, robot_xml=cfg.robot_xml,
-                            motion_file=cfg.motion_file, action_range=cfg.action_range)
-
-
-# task name -> factory
-_TASKS: dict[str, Callable[[TaskConfig], Task]] = {
-    "pendulum_swingup": lambda cfg: PendulumSwingup(max_episode_steps=cfg.max_episode_steps),
-    "g1_walk_flat": _g1_walk_flat,
-    "g1_motion_tracking": _g1_motion_tracking,
-}
-TASKS: tuple[str, ...] = tuple(_TASKS)
-assert TASKS == task_names.TASKS, "envs/task_names.py lists the tasks built here"
+TASKS: tuple[str, ...] = tuple(task_sources.BUILTIN)  # the builtin tasks (others: envs/task_sources.py)
 SIMS: tuple[str, ...] = ("mujoco", "mjwarp")
 
 
@@ -49,14 +24,14 @@ def _check(key: str, value: str, allowed: tuple[str, ...]) -> None:
 
 
 def make_task(task_cfg: TaskConfig) -> Task:
-    """A fresh, unbound task for `task_cfg` (cheap: parses nothing until a backend asks)."""
-    _check("task.name", task_cfg.name, TASKS)
-    return _TASKS[task_cfg.name](task_cfg)
+    """A fresh, unbound task for `task_cfg` from its source (cheap: parses nothing until a backend asks).
+    ConfigError for a name no source resolves, or an mjlab task (a whole VecEnv, no Task)."""
+    return task_sources.make_task(task_cfg)
 
 
 def env_spec(task_cfg: TaskConfig) -> EnvSpec:
     """Shapes and timing of the configured task, without building any simulation."""
-    return make_task(task_cfg).spec
+    return task_sources.task_spec(task_cfg)
 
 
 def default_sim() -> str:
@@ -74,14 +49,19 @@ def make_vec_env(
     nan_inject_step: int = -1,
     compile: bool = False,
     solver_early_exit: bool = False,
-) -> TaskVecEnv:
+    play: bool = False,
+) -> VecEnv:
     """Build `num_envs` environments of `task_cfg.name` on `sim_cfg.name`, tensors on `device`.
 
     The mujoco backend runs on CPU threads and so needs device 'cpu'; mjwarp takes 'cuda[:i]' or
     'cpu' (warp's CPU device, slow, for tests). `compile`: torch.compile the step's tensor code
     (config.switches.tick_compile_enabled resolves sim.tick_compile). `solver_early_exit`: mjwarp's
     solver loop stops once all worlds converged, inside a captured tick (solver_early_exit_enabled).
+    `play`: the env is for evaluation (`duorl play`); an mjlab task then uses its play configuration.
+    An mjlab task is built whole by duorl.envs.mjlab (it steps MuJoCo Warp whatever sim_cfg says).
     """
+    if task_sources.is_mjlab(task_cfg.name):
+        return task_sources.mjlab_vec_env(task_cfg, num_envs, device, seed, play=play)
     _check("sim.name", sim_cfg.name, SIMS)
     task = make_task(task_cfg)
     if num_envs < 1:

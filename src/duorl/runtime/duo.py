@@ -1,4 +1,4 @@
-"""One duo: the learner loop in this process and a spawned collector process (DESIGN.md §3).
+"""One duo: the learner loop in this process and a spawned collector process (docs/design.md §3).
 
 Learner iteration k: wait until every tick < k*s is in replay, train `updates_per_step` updates on
 ticks the collector cannot be writing, publish W_{k+1}. Collector iteration k runs with W_k. The policy
@@ -20,7 +20,7 @@ from torch import nn
 from duorl.envs.base import EnvSpec
 from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapshots
 from duorl.runtime.coordination import RankCoordinator, Solo
-from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
+from duorl.runtime.heartbeat import Heartbeat, PeerWatch
 from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
 from duorl.runtime import orphans
 from duorl.runtime.orphans import COLLECTOR as COLLECTOR_ROLE
@@ -42,56 +42,12 @@ from duorl.runtime.control import (
 from duorl.runtime.atomic_files import WriteFailed
 from duorl.runtime.iteration_metrics import IterationMetrics
 from duorl.runtime.outcome import LOOP_ENDINGS, StartRefused, outcome_of  # noqa: F401 - StartRefused: re-exported
-from duorl.runtime.replay import AgeBias, ReplayLayout, ReplayRing, ReplaySampler, readable_window
+from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readable_window
+from duorl.runtime.settings import DuoSettings
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import WeightBoard
 
 POLICY_LAG_ITERATIONS = 1
-
-
-@dataclass(frozen=True)
-class DuoSettings:
-    device: str
-    num_envs: int
-    env_steps_per_sync: int
-    buffer_size: int  # ring capacity in ticks
-    max_iterations: int
-    learning_starts: int  # ticks in replay before the first update
-    updates_per_step: int
-    save_interval: int
-    log_interval: int
-    explore_seed: int
-    replay_seed: int
-    torch_threads: int = 0
-    collector_delay_ms: float = 0.0
-    learner_delay_ms: float = 0.0
-    check_replay_window: bool = False
-    # learner iterations as whole-cycle CUDA graphs (duorl.gpu.graphs; CUDA only)
-    whole_cycle_cuda_graph: bool = False
-    # age-biased replay sampling (WarpSAC); None = uniform over the readable window
-    replay_age_bias: AgeBias | None = None
-    # where the collector leaves its state for checkpoints (None: no exact-resume state is kept)
-    snapshot_dir: str | None = None
-    checkpoint_replay: bool = False
-    nan_dump_path: str | None = None
-    # collector ticks as one CUDA graph each (runtime/tick.py; CUDA envs only)
-    tick_cuda_graph: bool = False
-    # stop at the first iteration boundary after this many seconds of run() (None: no limit)
-    max_wall_s: float | None = None
-    # the last eval_envs envs act deterministically and are logged as Eval/* (runtime/tick.py)
-    eval_envs: int = 0
-    # debug: a NaN added to the losses of the first update of this learner iteration (-1 = never)
-    nan_loss_iteration: int = -1
-    # debug: this rank's whole-cycle graph capture fails
-    fail_capture: bool = False
-    # liveness: stall bounds of both processes (runtime/heartbeat.py)
-    stall: StallBounds = field(default_factory=StallBounds)
-    # the collector calls this (pickled: a module-level function) before it ends a frozen learner
-    on_learner_stalled: Callable[[str], None] | None = None
-    # ... and this when the learner died without a word (SIGKILL, the OOM killer)
-    on_learner_gone: Callable[[str], None] | None = None
-    # snapshot_dir is a scratch folder of this rank (removed by the collector if the learner dies)
-    snapshot_dir_is_scratch: bool = False
 
 
 @dataclass
@@ -200,32 +156,20 @@ class Duo:
     def _spawn_collector(self, start_iteration: int) -> None:
         s = self.s
         args = CollectorArgs(
+            settings=s,
             env_factory=self.env_factory,
             actor_factory=self.actor_factory,
-            device=s.device,
             replay=self.ring.t,
             replay_layout=self.layout,
             board_slots=self.board.slots,
             board_layout=self.board.layout,
             control=self.control,
-            env_steps_per_sync=s.env_steps_per_sync,
             start_iteration=start_iteration,
-            explore_seed=s.explore_seed,
-            snapshot_dir=s.snapshot_dir,
-            snapshot_every=s.save_interval,
-            nan_dump_path=s.nan_dump_path,
             restore=self.resume.collector if self.resume is not None else None,
             learner_pid=os.getpid(),
-            torch_threads=s.torch_threads,
-            delay_ms=s.collector_delay_ms,
-            tick_cuda_graph=s.tick_cuda_graph,
-            eval_envs=s.eval_envs,
             # a data-parallel learner waits for the other ranks inside its update: its collector allows it more
             stall=replace(s.stall, peer_factor=2.0 if self.coord.world_size > 1 else 1.0),
-            on_learner_stalled=s.on_learner_stalled,
-            on_learner_gone=s.on_learner_gone,
             supervisor_pid=os.getppid(),
-            snapshot_dir_is_scratch=s.snapshot_dir_is_scratch,
         )
         ctx = mp.get_context("spawn")
         # daemon: multiprocessing terminates it if this process exits on an unhandled path

@@ -23,6 +23,7 @@ def _gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_corun_times_each_side_in_its_own_process(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out = tmp_path / "corun.json"

@@ -56,10 +56,15 @@ class ScalingSpec:
         return ("plain", "world_size_1") if n == 1 else ("world_size_1", f"world_size_{n}")
 
     def command(self, arm: str, log_dir: Path) -> list[str]:
+        from duorl.config.keys import data_parallel_only
+
         world = 1 if arm in ("plain", "world_size_1") else len(self.devices)
+        overrides = self.overrides
+        if arm == "plain":  # a one-device run refuses the data-parallel keys: they apply to the other arms
+            overrides = [o for o in overrides if o.split("=", 1)[0].strip() not in data_parallel_only()]
         return train_command(self.algo, self.task, self.sim, log_dir, self.iterations,
                              f"training.devices=[{','.join(self.devices[:world])}]",
-                             f"training.data_parallel={'false' if arm == 'plain' else 'true'}", *self.overrides)
+                             f"training.data_parallel={'false' if arm == 'plain' else 'true'}", *overrides)
 
 
 def run_scaling(spec: ScalingSpec, workdir: Path, run: Callable[[list[str]], int] | None = None) -> dict[str, Any]:
