@@ -314,9 +314,9 @@ def _record_in_summary(run_dir: str | None, message: str, part: str) -> None:
     peer's echo of the failure, gets the root cause (rank, part, why)."""
     if run_dir is None:
         return
-    from duorl.telemetry.summary import mark_failed
+    from duorl.runtime.outcome import record_failure
 
-    mark_failed(Path(run_dir) / "run_summary.json", message, part)
+    record_failure(Path(run_dir) / "run_summary.json", message, part)
 
 
 def _after_signal(signal_name: str, run_dir: str | None, killed: list[str]) -> int:

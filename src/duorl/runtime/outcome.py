@@ -13,11 +13,13 @@ its own error is elsewhere, and a better-informed survivor (the launcher) record
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from duorl.config.errors import InputRefused
 from duorl.gpu.graphs import GraphCaptureError
-from duorl.runtime.atomic_files import WriteFailed
+from duorl.runtime.atomic_files import WriteFailed, write_json
 from duorl.runtime.control import PeerDied, PhaseInterrupted, StopRequested
 from duorl.runtime.coordination import RankLost
 
@@ -74,3 +76,31 @@ def outcome_of(error: BaseException) -> Outcome | None:
 
 def exit_code(status: str) -> int:
     return EXIT_CODES[status]
+
+
+# what a run summary says before the run ended
+OPEN_STATUSES = ("starting", "running")
+
+
+def record_failure(path: Path, message: str, part: str, cause_known: bool = True) -> bool:
+    """Record in a run summary that the run failed (`part` named), for a process that outlives the one
+    that would have (a collector whose learner froze or died, the launcher whose rank died). It writes
+    over a summary that still says the run goes on, or over a failure recorded without its cause
+    (`cause_known: false`: a peer rank's echo, a collector's guess); never over a run's own outcome.
+    Leaves a missing or unreadable summary alone (the message is on stderr too); True if written."""
+    try:
+        summary = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if summary.get("status") not in OPEN_STATUSES and summary.get("cause_known", True):
+        return False
+    summary.update(status="failed", error=message, failed_part=part)
+    if cause_known:
+        summary.pop("cause_known", None)
+    else:
+        summary["cause_known"] = False
+    try:
+        write_json(path, summary, "run summary")
+    except OSError:
+        return False
+    return True

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -18,32 +17,12 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     write_json(path, obj, Path(path).name)
 
 
-# what a run summary says before the run ended
-OPEN_STATUSES = ("starting", "running")
-
-
 def mark_failed(path: Path, message: str, part: str, cause_known: bool = True) -> bool:
-    """Record in a run summary that the run failed (`part` named), for a process that outlives the one
-    that would have (a collector whose learner froze or died, the launcher whose rank died). It writes
-    over a summary that still says the run goes on, or over a failure recorded without its cause
-    (`cause_known: false`: a peer rank's echo, a collector's guess); never over a run's own outcome.
-    Leaves a missing or unreadable summary alone (the message is on stderr too); True if written."""
-    try:
-        summary = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if summary.get("status") not in OPEN_STATUSES and summary.get("cause_known", True):
-        return False
-    summary.update(status="failed", error=message, failed_part=part)
-    if cause_known:
-        summary.pop("cause_known", None)
-    else:
-        summary["cause_known"] = False
-    try:
-        write_json_atomic(path, summary)
-    except OSError:
-        return False
-    return True
+    """runtime/outcome.record_failure (there, below the launcher's layer, which records too); imported
+    when called: it pulls in torch, which the commands that only write JSON here do without."""
+    from duorl.runtime.outcome import record_failure
+
+    return record_failure(path, message, part, cause_known)
 
 
 def package_versions() -> dict[str, str | None]:

@@ -1,6 +1,6 @@
 """SIGKILL the learner D seconds after its collector process appears; is the collector gone within 10 s?"""
 import os, sys, subprocess, time, signal
-sys.path.insert(0, "/work/wt/faults")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
 from tests.conftest import TINY
 d = float(sys.argv[1]); run_dir = sys.argv[2]; extra = sys.argv[3:]
 cmd = [sys.executable, "-m", "duorl", "train", "--algo", "sac", "--task", "pendulum_swingup", "--sim", "mujoco",

@@ -1,6 +1,6 @@
 """Two torchrun 'nodes' on loopback; node 1 refuses training.devices; time until both agents exit."""
 import os, sys, subprocess, time
-sys.path.insert(0, "/work/wt/faults")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
 from tests.distributed.conftest import torchrun_cmd, free_port, dp_env
 from pathlib import Path
 port = free_port(); run_dir = Path(sys.argv[1])

@@ -1,6 +1,6 @@
 """Time from the final run_summary.json write to the command's exit (single or DP)."""
 import os, sys, subprocess, time, json, threading
-sys.path.insert(0, "/work/wt/faults")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
 from tests.conftest import TINY
 run_dir = sys.argv[1]; extra = sys.argv[2:]
 cmd = [sys.executable, "-m", "duorl", "train", "--algo", "sac", "--task", "pendulum_swingup", "--sim", "mujoco",

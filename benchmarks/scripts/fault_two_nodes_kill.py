@@ -1,6 +1,6 @@
 """Two torchrun 'nodes' on loopback (1 rank each); SIGKILL node N's agent after 3 logged rows; time until every process is gone."""
 import os, sys, subprocess, time, json, signal
-sys.path.insert(0, "/work/wt/faults")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
 from tests.distributed.conftest import torchrun_cmd, free_port, dp_env
 from pathlib import Path
 run_dir = Path(sys.argv[1]); victim_node = int(sys.argv[2]); sig = getattr(signal, sys.argv[3] if len(sys.argv) > 3 else "SIGKILL")

@@ -1,7 +1,7 @@
 """Signal a process of a run after 3 logged rows; times to exit and to all-gone, survivors, summary.
-usage: measure_sig.py RUN_DIR SIGNAL TARGET [overrides...]; TARGET: top | rank0 | rank1 | learner | collector | rank0-collector ..."""
+usage (repo root): python benchmarks/scripts/fault_signal_timing.py RUN_DIR SIGNAL TARGET [overrides...]; TARGET: top | rank0 | rank1 | learner | collector | rank0-collector ..."""
 import os, sys, subprocess, time, json, signal, threading
-sys.path.insert(0, "/work/wt/faults")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
 from tests.conftest import TINY
 run_dir, sig, target = sys.argv[1], sys.argv[2], sys.argv[3]; extra = sys.argv[4:]
 cmd = [sys.executable, "-m", "duorl", "train", "--algo", "sac", "--task", "pendulum_swingup", "--sim", "mujoco",
