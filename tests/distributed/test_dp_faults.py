@@ -7,12 +7,14 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import time
 
 import pytest
 
 from duorl.runtime.checkpoint import latest_checkpoint, load_checkpoint
-from tests.distributed.conftest import assert_all_gone, kill_group, launcher_cmd, run_pids, start, summary, wait_for_ranks
+from tests.distributed.conftest import (assert_all_gone, free_port, kill_group, launcher_cmd, run_pids, start, summary,
+                                        torchrun_cmd, wait_for_ranks)
 
 LONG = ["algo.max_iterations=100000", "algo.save_interval=100000", "training.log_interval=1"]
 
@@ -72,12 +74,6 @@ def test_sigint_to_the_launcher_stops_every_rank_with_a_final_checkpoint(tmp_pat
 # ---------------------------------------------------------------------------------------------------
 # issue #31: the launcher or an agent killed, a rank frozen, a refusal before joining, early stops
 
-import json
-import subprocess
-
-from tests.distributed.conftest import dp_env, free_port, torchrun_cmd
-from tests.runtime.test_duo_protocol import _alive as alive
-
 FULL = os.environ.get("DUORL_FAULT_MATRIX") == "1"
 full_matrix = pytest.mark.skipif(not FULL, reason="the full fault matrix: DUORL_FAULT_MATRIX=1 (benchmarks/scripts/fault_matrix.sh)")
 ORPHAN_S = 10.0  # every process gone within this of its launcher's death
@@ -90,6 +86,7 @@ def _descendants(pid: int) -> list[int]:
     return kids + [k for c in kids for k in _descendants(c)]
 
 
+@pytest.mark.slow
 def test_killing_the_launcher_ends_every_rank_and_the_summary_says_failed(tmp_path):
     """Issue #31: `kill -9` of the top process left six processes training unattended for 5 minutes,
     then `completed`. Now every rank's learner and collector die with it, and the summary says failed."""
@@ -111,6 +108,7 @@ def test_killing_the_launcher_ends_every_rank_and_the_summary_says_failed(tmp_pa
         kill_group(proc)
 
 
+@pytest.mark.slow
 def test_a_killed_rank_0_learner_is_the_summary_s_root_cause(tmp_path):
     """Issue #31: after `kill -9` of rank 0's learner the summary stayed `running`; after a peer's
     failure it held rank 0's secondary gloo message. The launcher records the root cause."""
@@ -129,6 +127,7 @@ def test_a_killed_rank_0_learner_is_the_summary_s_root_cause(tmp_path):
         kill_group(proc)
 
 
+@pytest.mark.slow
 def test_a_clean_stop_ends_within_seconds_of_the_summary_without_the_launcher_s_sigkill(tmp_path):
     """Issue #31: 9-17 s between the last summary and the exit, more than the launcher's grace, which
     then SIGKILLed rank 0 and still said "every rank stopped cleanly"."""
@@ -145,6 +144,7 @@ def test_a_clean_stop_ends_within_seconds_of_the_summary_without_the_launcher_s_
         kill_group(proc)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig,delay_s", [(signal.SIGINT, 0.3), (signal.SIGTERM, 3.0), (signal.SIGINT, 6.0)])
 def test_a_stop_during_the_data_parallel_start_up_is_clean(tmp_path, sig, delay_s):
     """Issue #31: Ctrl-C during start-up ended as a failure (a collector without handlers yet), or was

@@ -3,12 +3,21 @@ subset; the whole matrix runs with DUORL_FAULT_MATRIX=1 (benchmarks/scripts/faul
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from tests.runtime.faults import ALL_CASES, FaultCase, check_outcome, run_case
+from tests.conftest import TINY
+from tests.runtime.faults import ALL_CASES, ORPHAN_S, FaultCase, alive, check_checkpoints, check_outcome, run_case
 
 # the acceptance case (a stopped collector is named within the stall bound), its mirror (a frozen
 # learner is noticed by its collector), a kill in a held checkpoint phase, a clean stop before training,
@@ -37,18 +46,6 @@ def test_fault(case: FaultCase, tmp_path) -> None:
 # ---------------------------------------------------------------------------------------------------
 # issue #31: orphans, clean stops at any moment, a full disk, the CLI without torch
 
-import errno
-import json
-import shutil
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
-
-from tests.conftest import TINY
-from tests.runtime.faults import ORPHAN_S, alive, check_checkpoints
-
 QUICK = ["--algo", "sac", "--task", "pendulum_swingup", "--sim", "mujoco", *TINY]
 
 
@@ -71,6 +68,7 @@ def _spawned_collector(proc: subprocess.Popen, timeout: float = 120) -> int:
     raise AssertionError("the learner spawned no collector")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay_s", [0.0, 1.0])
 def test_a_learner_killed_right_after_spawning_its_collector_takes_it_along(delay_s, tmp_path) -> None:
     """Issue #31: a SIGKILL 1-4 s after the spawn left the collector running as an orphan (10 GB)."""
@@ -98,6 +96,7 @@ def test_a_learner_killed_right_after_spawning_its_collector_takes_it_along(dela
         proc.communicate(timeout=10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay_s", [0.05, 0.5, 3.0])
 def test_a_stop_at_any_moment_is_clean(delay_s, tmp_path) -> None:
     """A SIGINT from the first instruction on: exit 0, no traceback, and either `interrupted` or "stopped
@@ -198,6 +197,7 @@ def full_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_a_named_failure_with_the_last_checkpoint_intact(full_disk, tmp_path) -> None:
     """Issue #31: an 864 KB temp file left on the full disk, ~110 lines of traceback, the summary never
     updated. Now: one line naming the checkpoint and the cause, exit 1, no temp file, the previous
