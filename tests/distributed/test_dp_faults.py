@@ -80,6 +80,14 @@ ORPHAN_S = 10.0  # every process gone within this of its launcher's death
 SHUTDOWN_S = 5.0  # every process gone within this of the final summary
 
 
+def _scratch_of(starter_pid: int) -> list[str]:
+    """The rank scratch folders of the ranks `starter_pid` (a launcher, an agent) started."""
+    import tempfile
+    from pathlib import Path
+
+    return [p.name for p in Path(tempfile.gettempdir()).glob(f"duorl-*-{starter_pid}-rank*")]
+
+
 def _descendants(pid: int) -> list[int]:
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout.split()
     kids = [int(x) for x in out]
@@ -103,6 +111,7 @@ def test_killing_the_launcher_ends_every_rank_and_the_summary_says_failed(tmp_pa
         final = summary(run_dir)
         assert final["status"] == "failed" and final["failed_part"] == "learner", final["status"]
         assert "killed from outside" in final["error"], final["error"]
+        assert not _scratch_of(proc.pid), "a rank's scratch folder outlived the run"
         load_checkpoint(latest_checkpoint(run_dir))
     finally:
         kill_group(proc)
@@ -241,6 +250,7 @@ def test_killing_one_torchrun_agent_ends_every_node(tmp_path):
         assert time.monotonic() - t0 <= 30
         final = summary(run_dir)
         assert final["status"] == "failed" and "lost a peer rank" in final["error"] and "GLHF" not in final["error"]
+        assert not _scratch_of(n1.pid), "the killed node's scratch folder outlived the run"
     finally:
         kill_group(n0)
         kill_group(n1)

@@ -317,7 +317,7 @@ def _rank_scratch(rank: int, run_id: str) -> Path:
     whoever outlives the rank (its collector, the launcher) can remove it (distributed/launch.py)."""
     from duorl.distributed.launch import rank_scratch_dir
 
-    path = rank_scratch_dir(run_id, rank)
+    path = rank_scratch_dir(run_id, rank, os.getppid())
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -195,18 +195,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def rank_scratch_dir(run_id: str, rank: int) -> Path:
-    """The folder where rank `rank` (not 0) of run `run_id` keeps its collector's states on its host."""
+def rank_scratch_dir(run_id: str, rank: int, starter_pid: int) -> Path:
+    """The folder where rank `rank` (not 0) of run `run_id` keeps its collector's states on its host;
+    `starter_pid`, the launcher or torchrun agent that started the rank, keeps two runs on one host
+    apart (torchrun's run id defaults to "none")."""
     import tempfile
 
-    return Path(tempfile.gettempdir()) / f"duorl-{run_id or 'run'}-rank{rank}"
+    return Path(tempfile.gettempdir()) / f"duorl-{run_id or 'run'}-{starter_pid}-rank{rank}"
 
 
 def remove_rank_scratch(run_id: str, ranks: range) -> None:
+    """The launcher, after its ranks ended however they ended: their scratch folders go too."""
     import shutil
 
     for rank in ranks:
-        shutil.rmtree(rank_scratch_dir(run_id, rank), ignore_errors=True)
+        shutil.rmtree(rank_scratch_dir(run_id, rank, os.getpid()), ignore_errors=True)
 
 
 class _ForcedKills:
