@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.dist.conftest import assert_all_gone, launcher_cmd, run_pids, start, summary, wait_for_ranks  # noqa: E402
+from tests.distributed.conftest import assert_all_gone, launcher_cmd, run_pids, start, summary, wait_for_ranks  # noqa: E402
 
 
 def main(out: Path) -> None:

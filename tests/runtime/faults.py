@@ -38,6 +38,8 @@ STEADY_S = float(os.environ.get("DUORL_FAULT_STEADY_S", "3"))  # training.stall_
 LONG_S = float(os.environ.get("DUORL_FAULT_LONG_S", "20"))
 SLOW_S = float(os.environ.get("DUORL_FAULT_SLOW_S", "6"))  # debug.slow_phase_s
 EXIT_S = 30.0  # the contract: a signalled run ends within this
+SHUTDOWN_S = 5.0  # the contract: every process is gone within this of the final summary
+ORPHAN_S = 10.0  # the contract: a process whose parent died is gone within this
 START_S = float(os.environ.get("DUORL_FAULT_START_S", "180"))  # until the phase is reached
 DEFAULT_ARGS = ["--algo", "sac", "--task", "pendulum_swingup", "--sim", "mujoco", *TINY]
 
@@ -74,6 +76,8 @@ class Outcome:
     learner_pid: int
     collector_pid: int
     run_dir: Path
+    gone_s: float = 0.0  # from the signal until neither process is left
+    exit_after_summary_s: float | None = None  # from the last run_summary.json write to the exit
 
 
 def alive(pid: int) -> bool:
@@ -176,10 +180,13 @@ def run_case(case: FaultCase, tmp: Path) -> Outcome:
         except subprocess.TimeoutExpired:
             raise AssertionError(f"{case.id}: no exit within {limit} s:\n{_read(err_path)[-3000:]}") from None
         elapsed = time.monotonic() - t0
+        exited_wall = time.time()
         deadline = time.monotonic() + 10
         while alive(collector) and time.monotonic() < deadline:
             time.sleep(0.05)
-        return Outcome(code, elapsed, _read(err_path), proc.pid, collector, run_dir)
+        summary = run_dir / "run_summary.json"
+        after = exited_wall - summary.stat().st_mtime if summary.exists() else None
+        return Outcome(code, elapsed, _read(err_path), proc.pid, collector, run_dir, time.monotonic() - t0, after)
     finally:
         for pid in (proc.pid, collector):
             if pid > 0 and alive(pid):
@@ -203,12 +210,18 @@ def check_outcome(case: FaultCase, o: Outcome) -> None:
     assert "Traceback" not in err, err[-3000:]
     if case.target == "learner" and case.sig == "SIGKILL":
         assert o.code == -signal.SIGKILL, (o.code, err[-3000:])  # the exit status names it
+        # the collector outlives it for a moment: the summary does not stay `running` (issue #31)
+        summary = json.loads((o.run_dir / "run_summary.json").read_text())
+        assert summary["status"] == "failed" and summary["failed_part"] == "learner", summary["status"]
+        assert f"the learner (pid {o.learner_pid}) died without a word" in summary["error"], summary["error"]
     elif case.sig in ("SIGTERM", "SIGINT"):
         # the learner's SIGINT/SIGTERM, a collector's SIGTERM (passed to the learner as a stop request)
         # and a collector's SIGINT (ignored; the test then stops the learner) all end in a clean stop
         assert o.code == 0, (o.code, err[-3000:])
         summary = json.loads((o.run_dir / "run_summary.json").read_text())
         assert summary["status"] == "interrupted", summary["status"]
+        # fast shutdown: the process is gone soon after its final summary (issue #31: 9-17 s before)
+        assert o.exit_after_summary_s is not None and o.exit_after_summary_s <= SHUTDOWN_S, o.exit_after_summary_s
         if case.target == "learner" and case.phase == "compiling or capturing":
             # a compile can outlast the 30 s: the learner abandons it rather than waiting for its end
             assert f"{case.sig} while the learner was compiling or capturing: stopped at once" in err, err[-3000:]
@@ -239,6 +252,8 @@ def check_outcome(case: FaultCase, o: Outcome) -> None:
     else:
         assert o.elapsed_s <= EXIT_S, o.elapsed_s
     assert not alive(o.learner_pid) and not alive(o.collector_pid), "a process outlived the run"
+    # a killed learner takes its collector along at once (no orphan)
+    assert o.gone_s <= o.elapsed_s + ORPHAN_S, (o.gone_s, o.elapsed_s)
     if case.sig != "SIGKILL" or case.target != "learner":
         summary = json.loads((o.run_dir / "run_summary.json").read_text())
         assert summary["status"] in ("interrupted", "failed"), summary["status"]

@@ -1,6 +1,7 @@
-"""What a collector does before it ends its frozen learner: the run summary (rank 0) says the run failed
-and why; a data-parallel rank also writes torchelastic's error file, so the launcher names the rank, the
-learner and why.
+"""What a collector records about its learner: before it ends a frozen learner, the run summary (rank 0)
+says the run failed and why, and a data-parallel rank also writes torchelastic's error file, so the
+launcher names the rank, the learner and why; when its learner died without a word, the summary must not
+stay `running`.
 
 Its own module, importing nothing at the top: the recorder is pickled into the spawned collector by
 reference, and unpickling imports the module that holds it. In cli/train.py it made every collector
@@ -35,3 +36,19 @@ def record_learner_stall(rank: int | None, host: str, summary: str | None, messa
         from duorl.telemetry.summary import mark_failed
 
         mark_failed(Path(summary), message, "learner")
+
+
+def gone_recorder(run_dir: Path | None) -> Any:
+    """The callable for DuoSettings.on_learner_gone: what the collector calls when its learner died
+    without a word. The cause is a guess (a signal, the OOM killer): a launcher that knows better (the
+    learner's exit status) replaces it."""
+    if run_dir is None:
+        return None
+    return functools.partial(record_learner_gone, str(run_dir / "run_summary.json"))
+
+
+def record_learner_gone(summary: str, message: str) -> None:
+    """In the collector process (pickled by reference: module-level)."""
+    from duorl.telemetry.summary import mark_failed
+
+    mark_failed(Path(summary), message, "learner", cause_known=False)

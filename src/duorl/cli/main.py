@@ -362,11 +362,7 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
     renv = rank_env()
     try:
         if renv is not None:
-            # a data-parallel rank: narrow the visible devices to its own entry before CUDA initialises
-            from duorl.distributed.launch import narrow_visible_devices, nvml_gpu_count, rank_device_entry
-
-            shape = load_config(args.algo, args.task, args.sim, overrides, probe_devices=False)
-            narrow_visible_devices(rank_device_entry(shape.training.devices, shape.sim.name, renv, nvml_gpu_count()))
+            return _start_rank(args, overrides, renv)
         cfg = load_config(args.algo, args.task, args.sim, overrides)
         from duorl.config.switches import data_parallel_enabled
         from duorl.config.validate import check_data_parallel_keys
@@ -385,6 +381,42 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
         return 0
 
 
+def _start_rank(args: argparse.Namespace, overrides: list[str], renv: Any) -> int:
+    """A data-parallel rank: its own checks, then the roll call (distributed/roll_call.py), so that a
+    refusal on any rank ends every rank at once with its message; then the run."""
+    from duorl.config.errors import InputRefused
+    from duorl.config.load import load_config
+    from duorl.config.schema import TrainingConfig
+    from duorl.distributed.launch import narrow_visible_devices, nvml_gpu_count, rank_device_entry, record_rank_failure
+    from duorl.distributed.roll_call import RankRefusal, StoppedBeforeStart, roll_call
+
+    cfg, problem = None, None
+    try:
+        # narrow the visible devices to this rank's entry before CUDA initialises
+        shape = load_config(args.algo, args.task, args.sim, overrides, probe_devices=False)
+        narrow_visible_devices(rank_device_entry(shape.training.devices, shape.sim.name, renv, nvml_gpu_count()))
+        cfg = load_config(args.algo, args.task, args.sim, overrides)
+    except InputRefused as e:
+        problem = str(e)
+    training = cfg.training if cfg is not None else TrainingConfig()
+    try:
+        roll_call(renv, problem, training.dp_startup_timeout_s, training.wait_report_s)
+    except InputRefused as e:
+        # one line per node (its first local rank), the refusing rank's message on every node
+        if renv.local_rank == 0 or not isinstance(e, RankRefusal):
+            print(f"error: {e}", file=sys.stderr, flush=True)
+        record_rank_failure(str(e), "input")
+        return 2
+    except StoppedBeforeStart:
+        if renv.rank == 0:
+            print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+        return 0
+    assert cfg is not None
+    from duorl.cli.train import train
+
+    return int(train(cfg) or 0)
+
+
 def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
     """One rank per entry of training.devices, each running this very command (distributed.launch); the run
     directory is named here so that the launcher can read the run's outcome."""
@@ -393,7 +425,12 @@ def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
 
     from duorl.cli.preflight import check_log_dir
 
+    from duorl.runtime.stop_signals import early_stop_signal
+
     check_log_dir(cfg)  # an existing or uncreatable run directory is refused before any rank starts
+    if early_stop_signal() is not None:
+        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+        return 0
     argv = list(argv)
     run_dir = cfg.training.log_dir
     if run_dir is None:
@@ -461,6 +498,29 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         for k, s in values.items():
             print(f"  {k.ljust(width)}  {s.rjust(vwidth)}")
     return 0
+
+
+def console_main() -> None:
+    """The `duorl` command (and `python -m duorl`): main(), then leave at once. By then every file a
+    command wrote is closed and its children are gone; the interpreter's teardown of torch and the
+    simulators (2 to 10 s on a loaded machine) would only keep the process, its memory and a launcher
+    waiting after the run's final summary."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        from duorl.runtime.stop_signals import STOP_REQUEST
+
+        if STOP_REQUEST.signal is None:
+            raise
+        # a second Ctrl-C before `train` took over: stopped at once, as asked (docs/exit_codes.md)
+        print("duorl: interrupted", file=sys.stderr)
+        code = 0
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

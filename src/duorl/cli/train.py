@@ -26,6 +26,8 @@ from duorl.config.switches import Switches, resolve_switches
 from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
 from duorl.config.seeding import derive_seed
 from duorl.gpu.compiling import compile_cache_dirs, use_persistent_compile_caches
+from duorl.runtime.atomic_files import WriteFailed
+from duorl.runtime.outcome import exit_code, outcome_of
 
 
 def train(cfg: Config) -> int:
@@ -42,7 +44,11 @@ def train(cfg: Config) -> int:
     mps.prepare_environment()  # before CUDA initialises: the collector inherits the pipe directory
     device = torch.device(resolve_device(cfg))
     if renv is None:
-        return _train(cfg, device, mps, None)
+        try:
+            return _train(cfg, device, mps, None)
+        except WriteFailed as e:  # outside the duo's loop (the run directory's first files): no traceback
+            print(f"duorl: error: {e}", file=sys.stderr, flush=True)
+            return exit_code("failed")
 
     from duorl.distributed.group import DistContext, RankRefusal
     from duorl.distributed.launch import record_rank_failure
@@ -57,11 +63,14 @@ def train(cfg: Config) -> int:
         if renv.rank == 0 or not isinstance(e, RankRefusal):
             print(f"error: {msg}", file=sys.stderr, flush=True)
         record_rank_failure(msg, "input")
-        _exit_now(2)
-    except RankLost as e:
-        print(f"duorl: {e}", file=sys.stderr, flush=True)
-        record_rank_failure(str(e), "peer rank", secondary=True)
-        _exit_now(1)
+        _exit_now(exit_code("refused"))
+    except (RankLost, WriteFailed) as e:
+        outcome = outcome_of(e)
+        assert outcome is not None and outcome.failed_part is not None
+        msg = f"rank {renv.rank} ({ctx.host}): {e}"
+        print(f"duorl: {'' if outcome.secondary else 'error: '}{msg}", file=sys.stderr, flush=True)
+        record_rank_failure(msg, outcome.failed_part, secondary=outcome.secondary)
+        _exit_now(outcome.exit_code)
     except BaseException as e:
         msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
         record_rank_failure(msg, "learner")
@@ -110,7 +119,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.runtime.duo import Duo, StartRefused
     from duorl.runtime.settings import DuoSettings
     from duorl.runtime.replay import ReplayLayout
-    from duorl.cli.learner_stall import stall_recorder
+    from duorl.cli.learner_stall import gone_recorder, stall_recorder
     from duorl.cli.preflight import preflight
     from duorl.runtime.stop_signals import early_stop_signal
     from duorl.telemetry.run_dir_claim import claim_run_dir
@@ -164,8 +173,12 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     agree(_memory_problem(cfg, spec, device, layout.nbytes(), ctx is not None),
           "checking memory for the replay ring and the networks")
 
-    if ctx is None and early_stop_signal() is not None:
-        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+    stop_now = early_stop_signal() is not None
+    if ctx is not None:  # a stop that reached any rank before its run directory exists stops them all here
+        stop_now = any(ctx.all_gather(stop_now, "agreeing whether to start", group="startup"))
+    if stop_now:
+        if lead:
+            print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
         return 0
     run_dir: Path | None = None
     if lead:
@@ -173,7 +186,12 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
         print(f"duorl: run directory {run_dir}", flush=True)
     if ctx is not None:
-        run_dir = Path(ctx.broadcast(str(run_dir) if lead else None, "sharing the run directory"))
+        # global rank 0 (whichever host the rendezvous made it) writes the run directory: every other
+        # node says where it is (docs/distributed.md)
+        path, writer = ctx.broadcast((str(run_dir), ctx.host) if lead else None, "sharing the run directory")
+        run_dir = Path(path)
+        if not lead and ctx.env.local_rank == 0:
+            print(f"duorl: run directory {run_dir} on {writer} (written by rank 0)", flush=True)
     assert run_dir is not None
 
     if device.type == "cuda":
@@ -208,7 +226,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         solver_early_exit=switches.solver_early_exit,
     )
     actor_factory = functools.partial(make_actor, algo, spec)
-    snapshot_dir = run_dir / "checkpoints" if lead else _rank_scratch(rank)
+    snapshot_dir = run_dir / "checkpoints" if lead else _rank_scratch(rank, ctx.env.run_id)
     settings = DuoSettings(
         config=cfg,
         device=str(device),
@@ -221,6 +239,8 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
         fail_capture=cfg.debug.fail_capture_rank == rank,
         on_learner_stalled=stall_recorder(ctx, run_dir if lead else None),
+        on_learner_gone=gone_recorder(run_dir if lead else None),
+        snapshot_dir_is_scratch=not lead,
     )
     reporter: Any = None
     if lead:
@@ -239,7 +259,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         rank_record = {"rank": rank, "local_rank": ctx.env.local_rank, "host": ctx.host,
                        "device": str(device), "device_uuid": device_record(device).get("uuid")}
         reporter = RankReporter(ctx, reporter, sync, rank_record)
-        coordinator = DataParallelCoordinator(ctx)
+        coordinator = DataParallelCoordinator(ctx, sync.watch)
 
     def on_collector_ready(collector_pid: int, collector_device: str) -> dict[str, Any]:
         # MPS fails open: once both processes hold a CUDA context, prove they share one GPU as the
@@ -276,12 +296,15 @@ def _inner(reporter: Any) -> Any:
     return getattr(reporter, "inner", reporter)
 
 
-def _rank_scratch(rank: int) -> Path:
+def _rank_scratch(rank: int, run_id: str) -> Path:
     """Where a rank other than 0 (which may run on a host without the run directory) keeps its
-    collector's snapshots until they are gathered into rank 0's checkpoint."""
-    import tempfile
+    collector's snapshots until they are gathered into rank 0's checkpoint: named by the run, so that
+    whoever outlives the rank (its collector, the launcher) can remove it (distributed/launch.py)."""
+    from duorl.distributed.launch import rank_scratch_dir
 
-    return Path(tempfile.mkdtemp(prefix=f"duorl-rank{rank}-"))
+    path = rank_scratch_dir(run_id, rank, os.getppid())
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _data_parallel_learner(cfg: Config, learner: Any, ctx: Any, device: torch.device) -> Any:
@@ -299,7 +322,11 @@ def _data_parallel_learner(cfg: Config, learner: Any, ctx: Any, device: torch.de
     layouts = ctx.all_gather(group_layout(learner.sync_groups, cfg.training.dp_gradient_wire_dtype),
                              "comparing gradient layouts", group="startup")
     ctx.agree(layout_mismatch(layouts), "comparing gradient layouts")
+    from duorl.distributed.collective_wait import CollectiveWatch, RankBeats
+
     sync = AllReduceSynchronizer(ctx.data, ctx.world_size, device, cfg.training.dp_gradient_wire_dtype)
+    # the learner beats while it waits for a peer rank, and names the one it waits for
+    ctx.watch = sync.watch = CollectiveWatch(ctx.rank, ctx.host, cfg.training.wait_report_s, RankBeats(ctx.env, ctx.host))
     learner.set_synchronizer(sync)
     return sync
 
@@ -401,7 +428,7 @@ def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, di
             from duorl.distributed.launch import record_rank_failure
 
             record_rank_failure(result.error or "refused", "input")
-        return 2
+        return exit_code(result.status)
     if result.status == "failed":
         if ctx is not None:
             from duorl.distributed.launch import record_rank_failure
@@ -409,12 +436,15 @@ def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, di
             record_rank_failure(f"{where}{result.error}", result.failed_part or "learner",
                                 secondary=result.failed_part == "peer rank")
         if directory is not None:
-            directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}")
+            # a peer rank's loss is only the echo of its failure: the launcher replaces it with the cause
+            extra = {"cause_known": False} if result.failed_part == "peer rank" else {}
+            directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}",
+                             failed_part=result.failed_part, **extra)
         print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
         if directory is not None:
             kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
             print(f"duorl: run directory {run_dir} (status failed; {kept})", file=sys.stderr)
-        return 1
+        return exit_code(result.status)
     digests = None
     if ctx is not None:
         from duorl.distributed.agreement import state_digest

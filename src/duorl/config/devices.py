@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from typing import Any
 
 from duorl.config.errors import ConfigError
@@ -24,7 +25,10 @@ _CUDA_N = re.compile(r"^cuda:(\d+)$")
 def cuda_device_count() -> int:
     """Visible CUDA devices (0 without CUDA). Counted through NVML where it can be, so that asking does
     not initialise CUDA (a data-parallel rank still narrows CUDA_VISIBLE_DEVICES afterwards). Tests
-    monkeypatch this to fake a GPU host."""
+    monkeypatch this to fake a GPU host. A Linux host without the NVIDIA driver's device nodes has
+    none, and is answered without importing torch (a refused config, `--help`: under a second)."""
+    if sys.platform.startswith("linux") and not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/dxg")):
+        return 0
     import torch
 
     return torch.cuda.device_count()

@@ -25,10 +25,16 @@ JITTER = ("Perf/iteration_ms", "Perf/learner_train_ms", "Perf/collector_iteratio
 class DataParallelCoordinator:
     local_stops = False
 
-    def __init__(self, ctx: DistContext) -> None:
+    def __init__(self, ctx: DistContext, watch: Any = None) -> None:
         self.ctx = ctx
         self.rank, self.world_size = ctx.rank, ctx.world_size
         self._pending: PendingFlags | None = None
+        self.watch = watch  # distributed/collective_wait.CollectiveWatch (None: collectives block)
+        self.heartbeat_timeout_s = 60.0
+
+    def attach_heartbeat(self, beat: Any) -> None:
+        if self.watch is not None:
+            self.watch.attach(beat, self.heartbeat_timeout_s)
 
     def agree_stop(self, stop_requested: bool, wall_limited: bool) -> StopVerdict:
         """With peers, the flags of this boundary travel during the next iteration and decide the boundary

@@ -17,6 +17,7 @@ stream (inside a capture: the capture stream).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any, Hashable, Mapping, Sequence
 
@@ -28,6 +29,7 @@ from duorl.algos.grad_buffers import FlatGroup, LocalValidity
 from duorl.config.schema import WIRE_DTYPES
 from duorl.gpu import torch_internals
 from duorl.gpu.graphs import forked_stream
+from duorl.distributed.group import backend_cause
 from duorl.runtime.coordination import RankLost
 
 # below this many gradient elements a group always travels in fp32 (bf16 saves nothing worth its error)
@@ -64,6 +66,8 @@ class AllReduceSynchronizer(LocalValidity):
         self._buffer_views: list[torch.Tensor] = []
         self._timing: list[tuple[Any, Any]] = []
         self._host_ms = 0.0
+        # how a host-side collective is waited for (distributed/collective_wait.py; None: blocking)
+        self.watch: Any = None
 
     # ------------------------------------------------------------------ GradientSynchronizer
 
@@ -107,9 +111,10 @@ class AllReduceSynchronizer(LocalValidity):
     def gather(self, x: torch.Tensor) -> torch.Tensor:
         parts = [torch.empty_like(x) for _ in range(self.world_size)]
         try:
-            dist.all_gather(parts, x.contiguous(), group=self.group)
+            with self._waiting("gathering running statistics"):
+                dist.all_gather(parts, x.contiguous(), group=self.group)
         except (RuntimeError, ValueError) as e:
-            raise RankLost(f"lost a peer rank while gathering running statistics: {e}") from e
+            raise RankLost(f"lost a peer rank while gathering running statistics: {backend_cause(e)}") from e
         return torch.cat(parts)
 
     def fingerprint(self) -> Hashable:
@@ -144,9 +149,17 @@ class AllReduceSynchronizer(LocalValidity):
 
     def _all_reduce_tensor(self, t: torch.Tensor, what: str) -> None:
         try:
-            dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
+            with self._waiting(f"all-reducing the {what}"):
+                dist.all_reduce(t, op=dist.ReduceOp.SUM, group=self.group)
         except (RuntimeError, ValueError) as e:
-            raise RankLost(f"lost a peer rank while all-reducing the {what}: {e}") from e
+            raise RankLost(f"lost a peer rank while all-reducing the {what}: {backend_cause(e)}") from e
+
+    def _waiting(self, what: str) -> Any:
+        """A host-side wait (gloo) is watched: the learner beats and says whom it waits for
+        (collective_wait.py); a CUDA collective is queued on a stream, and the host does not wait here."""
+        if self.watch is not None and self._side is None:
+            return self.watch.waiting(what)
+        return contextlib.nullcontext()
 
     def _name_of(self, g: FlatGroup) -> str:
         return next((k for k, v in self._groups.items() if v is g), "?")

@@ -24,13 +24,10 @@ import torch.distributed as dist
 
 from duorl.config.errors import InputRefused
 from duorl.distributed.launch import RankEnv
+from duorl.distributed.roll_call import RankRefusal
 from duorl.runtime.coordination import RankLost
 
 T = TypeVar("T")
-
-
-class RankRefusal(InputRefused):
-    """A check every rank ran refused the run on some rank (exit code 2 on all of them)."""
 
 
 @dataclass
@@ -42,6 +39,8 @@ class DistContext:
     control: Any = None
     startup: Any = None
     host: str = field(default_factory=platform.node)
+    # how this rank's learner waits in a collective (distributed/collective_wait.py; None: it blocks)
+    watch: Any = None
 
     @property
     def rank(self) -> int:
@@ -75,12 +74,16 @@ class DistContext:
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         try:
-            return fn()
+            if self.watch is None:
+                return fn()
+            with self.watch.waiting(what):
+                return fn()
         except (RuntimeError, OSError, ValueError, pickle.UnpicklingError) as e:
             if isinstance(e, RankLost):
                 raise
-            text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise RankLost(f"rank {self.rank} ({self.host}) lost a peer rank while {what}: {text}") from e
+            text = backend_cause(e)
+            # no rank prefix: whoever reports it names this rank once (cli/train.py)
+            raise RankLost(f"lost a peer rank while {what}: {text}") from e
 
     def all_gather(self, obj: Any, what: str, group: str = "control") -> list[Any]:
         """Every rank's `obj`, in rank order (picklable host data)."""
@@ -130,6 +133,19 @@ class DistContext:
             r, p, h = bad[0]
             more = f" (and ranks {', '.join(str(b[0]) for b in bad[1:])})" if len(bad) > 1 else ""
             raise RankRefusal(f"rank {r} ({h}){more}: {p}")
+
+
+def backend_cause(e: BaseException) -> str:
+    """A backend error's cause, without its source location and advice ("[.../pair.cc:537] Read error
+    [127.0.0.1]:4835: Connection reset by peer. This is typically caused by ... GLHF!" -> "Read error
+    [127.0.0.1]:4835: Connection reset by peer")."""
+    import re
+
+    text = str(e).strip()
+    if not text:
+        return type(e).__name__
+    text = re.sub(r"^\[[^\]]*\.(?:cc|cpp|h):\d+\]\s*", "", text.splitlines()[0])
+    return text.split(" This is typically caused")[0].strip()
 
 
 @dataclass

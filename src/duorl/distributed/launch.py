@@ -145,11 +145,18 @@ class RankFailure:
     message: str
     secondary: bool
     signal: str | None
+    part: str = "learner"
 
 
 def summarize_failures(failures: dict[int, Any]) -> tuple[str, int]:
     """One message naming the rank(s) whose own failure ended the run, and the launcher's exit code
     (2 when every failed rank refused its input, else 1)."""
+    message, code, _ = _summarize(failures)
+    return message, code
+
+
+def _summarize(failures: dict[int, Any]) -> tuple[str, int, RankFailure]:
+    """summarize_failures, and the first root failure (what the run summary records)."""
     import signal as _signal
 
     host = platform.node()  # the launcher starts the ranks of its own host
@@ -168,7 +175,7 @@ def summarize_failures(failures: dict[int, Any]) -> tuple[str, int]:
             msg = f"rank {rank} ({host}): the learner (pid {f.pid}) exited with code {f.exitcode} (no duorl error recorded)"
         sig = f.signal_name() if f.exitcode < 0 else None
         secondary = bool(extra.get("duorl_secondary", False)) if own else stopped
-        rows.append(RankFailure(rank, f.exitcode, msg, secondary, sig))
+        rows.append(RankFailure(rank, f.exitcode, msg, secondary, sig, str(extra.get("duorl_part", "learner"))))
     primary = [r for r in rows if not r.secondary] or rows
     code = 2 if all(r.exitcode == 2 for r in primary) else 1
     lines = list(dict.fromkeys(r.message for r in primary))  # ranks that agreed on one failure say it once
@@ -176,7 +183,7 @@ def summarize_failures(failures: dict[int, Any]) -> tuple[str, int]:
     if others:
         which = ", ".join(str(r.rank) for r in others)
         lines.append(f"(rank{'s' if len(others) > 1 else ''} {which} stopped because another rank failed)")
-    return "\n".join(lines), code
+    return "\n".join(lines), code, primary[0]
 
 
 # ----------------------------------------------------------------------------------------- launcher
@@ -188,9 +195,85 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def rank_scratch_dir(run_id: str, rank: int, starter_pid: int) -> Path:
+    """The folder where rank `rank` (not 0) of run `run_id` keeps its collector's states on its host;
+    `starter_pid`, the launcher or torchrun agent that started the rank, keeps two runs on one host
+    apart (torchrun's run id defaults to "none")."""
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"duorl-{run_id or 'run'}-{starter_pid}-rank{rank}"
+
+
+def remove_rank_scratch(run_id: str, ranks: range) -> None:
+    """The launcher, after its ranks ended however they ended: their scratch folders go too."""
+    import shutil
+
+    for rank in ranks:
+        shutil.rmtree(rank_scratch_dir(run_id, rank, os.getpid()), ignore_errors=True)
+
+
+class _ForcedKills:
+    """Counts the ranks torch's launcher had to SIGKILL after its shutdown grace (it says so only in a
+    log line: "Unable to shutdown process ... forcefully exiting")."""
+
+    def __init__(self) -> None:
+        import logging
+
+        self.pids: list[str] = []
+        outer = self
+
+        class _Handler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                if record.msg.startswith("Unable to shutdown process") and record.args:
+                    outer.pids.append(str(record.args[0]))
+
+        self._handler = _Handler()
+        self._logger = logging.getLogger("torch.distributed.elastic.multiprocessing.api")
+
+    def __enter__(self) -> "_ForcedKills":
+        self._logger.addHandler(self._handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._logger.removeHandler(self._handler)
+
+
+def _pass_early_stop_on() -> Any:
+    """A stop request recorded while the launcher was starting (before torch's launcher took the
+    signals over) is passed on once it has: torch's launcher then stops every rank at one boundary."""
+    import signal as _signal
+    import threading
+
+    from duorl.runtime.stop_signals import STOP_REQUEST
+
+    done = threading.Event()
+    ours = _signal.getsignal(_signal.SIGTERM)
+
+    def watch() -> None:
+        while not done.wait(0.1):
+            if STOP_REQUEST.signal is not None and _signal.getsignal(_signal.SIGTERM) != ours:
+                os.kill(os.getpid(), STOP_REQUEST.signal)
+                return
+
+    threading.Thread(target=watch, name="duorl-early-stop", daemon=True).start()
+    return done
+
+
 def launch(argv: Sequence[str], nprocs: int, run_dir: str | None = None) -> int:
     """Run `python -m duorl <argv>` as `nprocs` ranks on this host through torch's elastic launcher;
-    returns the run's exit code (0 completed or cleanly interrupted, 1 failed, 2 refused)."""
+    returns the run's exit code (0 completed or cleanly interrupted, 1 failed, 2 refused). The ranks
+    die with this process, whatever kills it (runtime/orphans.py); their scratch folders go with the run."""
+    from duorl.runtime.orphans import RANK, naming_parent
+
+    run_id = f"duorl-{uuid.uuid4().hex[:12]}"
+    try:
+        with naming_parent(RANK):
+            return _launch(argv, nprocs, run_dir, run_id)
+    finally:
+        remove_rank_scratch(run_id, range(1, nprocs))
+
+
+def _launch(argv: Sequence[str], nprocs: int, run_dir: str | None, run_id: str) -> int:
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
@@ -201,7 +284,7 @@ def launch(argv: Sequence[str], nprocs: int, run_dir: str | None = None) -> int:
         min_nodes=1,
         max_nodes=1,
         nproc_per_node=nprocs,
-        run_id=f"duorl-{uuid.uuid4().hex[:12]}",
+        run_id=run_id,
         rdzv_backend="c10d",
         rdzv_endpoint=f"127.0.0.1:{_free_port()}",
         max_restarts=0,  # a failed rank ends the run: restarting would hide it
@@ -210,28 +293,54 @@ def launch(argv: Sequence[str], nprocs: int, run_dir: str | None = None) -> int:
         **grace,
     )
     print(f"duorl: data parallel: starting {nprocs} ranks on this host (torch.distributed.launcher)", flush=True)
+    early = _pass_early_stop_on()
     try:
-        elastic_launch(config, sys.executable)("-m", "duorl", *argv)
+        with _ForcedKills() as forced:
+            elastic_launch(config, sys.executable)("-m", "duorl", *argv)
     except ChildFailedError as e:
-        message, code = summarize_failures(e.failures)
+        message, code, root = _summarize(e.failures)
         print(f"duorl: error: the data-parallel run failed:\n{message}", file=sys.stderr, flush=True)
+        if code != 2:
+            _record_in_summary(run_dir, root.message, root.part)
         return code
     except SignalException as e:
         # the launcher passed the signal on and every rank stopped at one boundary with a final
         # checkpoint, unless one had to be killed: the run summary says which
-        return _after_signal(e.sigval.name, run_dir)
+        return _after_signal(e.sigval.name, run_dir, forced.pids)
+    finally:
+        early.set()
     return 0
 
 
-def _after_signal(signal_name: str, run_dir: str | None) -> int:
+def _record_in_summary(run_dir: str | None, message: str, part: str) -> None:
+    """The launcher outlives every rank: a run summary that still says the run goes on, or holds only a
+    peer's echo of the failure, gets the root cause (rank, part, why)."""
+    if run_dir is None:
+        return
+    from duorl.runtime.outcome import record_failure
+
+    record_failure(Path(run_dir) / "run_summary.json", message, part)
+
+
+def _after_signal(signal_name: str, run_dir: str | None, killed: list[str]) -> int:
     status = None
     if run_dir is not None:
         try:
             status = json.loads((Path(run_dir) / "run_summary.json").read_text()).get("status")
         except (OSError, ValueError):
             status = None
+    if killed:
+        why = (f"{signal_name}: torch's launcher had to kill {len(killed)} rank process(es) (pid {', '.join(killed)}) "
+               f"after its {SHUTDOWN_GRACE_S} s grace")
+        print(f"duorl: {why} (run status: {status or 'unknown'})", file=sys.stderr, flush=True)
+        if status not in ("interrupted", "completed"):
+            _record_in_summary(run_dir, why, "learner")
+        return 0 if status in ("interrupted", "completed") else 1
     if status in ("interrupted", "completed"):
         print(f"duorl: {signal_name}: every rank stopped cleanly ({status})", file=sys.stderr, flush=True)
+        return 0
+    if status is None and run_dir is not None and not (Path(run_dir) / "run_summary.json").exists():
+        print(f"duorl: {signal_name}: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
         return 0
     print(f"duorl: {signal_name}: the ranks were stopped (run status: {status or 'unknown'})", file=sys.stderr, flush=True)
     return 1

@@ -1,14 +1,15 @@
-"""Atomic checkpoints: written to a temp file in the same folder, fsynced, then renamed into place, so
-a crash or a Ctrl-C mid-write leaves the previous checkpoint intact."""
+"""Atomic checkpoints (runtime/atomic_files.py): a crash, a Ctrl-C or a full disk mid-write leaves the
+previous checkpoint intact and no temp file behind."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from duorl.runtime.atomic_files import atomic_write, fsync_dir
 
 FORMAT_VERSION = 1
 
@@ -31,23 +32,17 @@ def to_cpu(obj: Any) -> Any:
 def save_checkpoint(
     directory: Path, iteration: int, payload: dict[str, Any], header: dict[str, Any], final: bool = False
 ) -> Path:
+    """Write a checkpoint, then point latest.json at it. A failed write (a full disk) raises WriteFailed
+    naming the file and the cause; the temp file is gone and the previous checkpoint stays the latest."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     name = "final.pt" if final else f"iter_{iteration:06d}.pt"
     path = directory / name
-    tmp = directory / f".{name}.tmp-{os.getpid()}"
     head = {"format_version": FORMAT_VERSION, "iteration": iteration, **header}
-    with open(tmp, "wb") as f:
-        torch.save({"header": head, **payload}, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(directory)
+    atomic_write(path, lambda f: torch.save({"header": head, **payload}, f), "checkpoint")
+    fsync_dir(directory)
     # the pointer is itself replaced atomically, after the file it names exists
-    latest = directory / "latest.json"
-    tmp_latest = directory / f".latest.json.tmp-{os.getpid()}"
-    tmp_latest.write_text(json.dumps({"file": name, **head}) + "\n")
-    os.replace(tmp_latest, latest)
+    atomic_write(directory / "latest.json", (json.dumps({"file": name, **head}) + "\n").encode(), "checkpoint pointer")
     return path
 
 
@@ -93,14 +88,3 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     if version != FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {path} has format version {version}; this duorl reads {FORMAT_VERSION}")
     return data
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

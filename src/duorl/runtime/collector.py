@@ -7,7 +7,6 @@ results do not depend on which process is faster.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -34,7 +33,10 @@ from duorl.runtime.control import (
     spins_while_waiting,
     wait_until,
 )
+from duorl.runtime import orphans
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
+from duorl.runtime.orphans import set_parent_death_signal
+from duorl.runtime.atomic_files import WriteFailed, atomic_write
 from duorl.runtime.checkpoint import to_cpu
 from duorl.runtime.replay import ReplayLayout, ReplayRing
 from duorl.runtime.settings import DuoSettings
@@ -64,40 +66,96 @@ class CollectorArgs:
     # liveness: how long the learner may go without a heartbeat (settings.stall with this duo's
     # peer factor; runtime/heartbeat.py)
     stall: StallBounds = field(default_factory=StallBounds)
-
-
-def _die_with_parent() -> None:
-    # Linux: the kernel kills us when the learner dies, even by SIGKILL; the ppid poll below covers
-    # the rest (and the window before prctl ran)
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except OSError:
-            pass
+    # the learner's own parent (a launcher, a torchrun agent, a shell): named when it is gone too
+    supervisor_pid: int = 0
 
 
 def collector_main(args: CollectorArgs) -> None:
-    """Entry point of the spawned process."""
-    _die_with_parent()
+    """Entry point of the spawned process. It has been dying with its learner since its first import of
+    duorl (runtime/orphans.py: SIGKILL until here); from here the learner's death is a SIGTERM this
+    handler turns into a recorded failure."""
     control = args.control
     # Ctrl-C reaches the whole process group; the learner owns shutdown and tells us through STOP.
     # A SIGTERM (e.g. torch's launcher stopping the rank's process group) asks the learner for the
-    # same clean stop instead of killing the collector under it.
+    # same clean stop instead of killing the collector under it, unless the learner is gone.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda signum, frame: control.set(STOP_REQUESTED, 1))
+    signal.signal(signal.SIGTERM, lambda signum, frame: _on_sigterm(args))
+    set_parent_death_signal(signal.SIGTERM)
+    if orphans.early_sigterm:
+        _on_sigterm(args)
+    if os.getppid() != args.learner_pid:  # gone between the first arming and this one
+        _learner_gone(args)
     control.set(COLLECTOR_PID, os.getpid())
+    code = 0
     try:
         _run(args)
     except StopRequested:
         pass
     except PeerStalled as e:
         _end_stalled_learner(args, str(e))
+    except WriteFailed as e:  # a full disk: the cause in words is the whole story
+        control.write_error(f"collector (pid {os.getpid()}) failed in phase '{control.phase()}': {e}")
+        sys.stderr.write(f"duorl: error: {control.read_error()}\n")
+        code = 1
     except BaseException:  # noqa: BLE001 - everything goes to the learner, then we exit non-zero
         control.write_error(f"collector failed in phase '{control.phase()}':\n{format_exception()}")
         sys.stderr.write(control.read_error() + "\n")
-        sys.exit(1)
-    control.set_phase("stopped")
+        code = 1
+    if code == 0:
+        control.set_phase("stopped")
+    _leave(code)
+
+
+def _leave(code: int) -> None:
+    """Exit at once: everything the collector wrote is closed, and the interpreter's teardown (a second
+    or more of torch's) would only keep the learner's join, and so the run's end, waiting."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _on_sigterm(args: CollectorArgs) -> None:
+    if os.getppid() != args.learner_pid:
+        _learner_gone(args)  # the parent-death signal: the learner died
+    args.control.set(STOP_REQUESTED, 1)
+
+
+def _learner_gone(args: CollectorArgs) -> None:
+    """The learner died without a word (SIGKILL, the out-of-memory killer, a crash in native code): it
+    can no longer end the run, so this collector records why the run ended and leaves at once."""
+    supervisor = args.supervisor_pid
+    if supervisor > 1 and not _pid_alive(supervisor):
+        why = f"its parent (pid {supervisor}, the launcher or the shell) is gone too: the run was killed from outside"
+    else:
+        why = "killed by a signal (SIGKILL, the out-of-memory killer) or a crash in native code"
+    message = (f"the learner (pid {args.learner_pid}) died without a word ({why}); its collector (pid {os.getpid()}) "
+               f"was in phase '{args.control.phase()}' and ends too")
+    os.write(2, f"duorl: error: {message}\n".encode())
+    if args.settings.on_learner_gone is not None:
+        try:
+            args.settings.on_learner_gone(message)
+        except Exception:  # noqa: BLE001 - the message is on stderr already
+            pass
+    if args.settings.snapshot_dir_is_scratch and args.settings.snapshot_dir is not None:
+        import shutil
+
+        shutil.rmtree(args.settings.snapshot_dir, ignore_errors=True)
+    _leave(1)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Running (a zombie, dead but not yet reaped by its parent, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 def _end_stalled_learner(args: CollectorArgs, why: str) -> None:
@@ -116,7 +174,7 @@ def _end_stalled_learner(args: CollectorArgs, why: str) -> None:
         os.kill(args.learner_pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    sys.exit(1)
+    _leave(1)
 
 
 def _learner_alive(pid: int) -> Callable[[], str | None]:
@@ -251,10 +309,8 @@ class _Snapshots:
             return
         if self.beat is not None:
             self.beat.phase("writing its state")
-        path = snapshot_path(self.directory, boundary)
-        tmp = path + f".tmp-{os.getpid()}"
-        torch.save(to_cpu(snap), tmp)
-        os.replace(tmp, path)
+        state = to_cpu(snap)
+        atomic_write(snapshot_path(self.directory, boundary), lambda f: torch.save(state, f), "the collector's state")
 
 
 def _restore(snap: dict[str, Any], env: Any, actor: nn.Module, gen: torch.Generator, device: torch.device) -> dict[str, torch.Tensor]:

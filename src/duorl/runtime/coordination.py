@@ -9,7 +9,7 @@ check reaches one rank first); waits inside an iteration then never end on a loc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class RankLost(RuntimeError):
@@ -38,6 +38,10 @@ class RankCoordinator(Protocol):
         """Before and after every whole-cycle graph capture: raises GraphCaptureError on every rank when
         any rank reports a problem (no rank replays or falls back to eager alone)."""
 
+    def attach_heartbeat(self, beat: Any) -> None:
+        """The learner's heartbeat (runtime/heartbeat.Heartbeat): a rank beats while it waits for the
+        others in a collective and tells them its own (distributed/collective_wait.py)."""
+
 
 @dataclass
 class Solo:
@@ -55,3 +59,6 @@ class Solo:
 
     def agree_capture(self, problem: str | None) -> None:
         return None  # alone, the capture's own error is the run's
+
+    def attach_heartbeat(self, beat: Any) -> None:
+        return None

@@ -18,12 +18,13 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from duorl.envs.base import EnvSpec
-from duorl.gpu.graphs import GraphCaptureError
 from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapshots
-from duorl.runtime.coordination import RankCoordinator, RankLost, Solo
+from duorl.runtime.coordination import RankCoordinator, Solo
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch
 from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
-from duorl.runtime import stop_signals
+from duorl.runtime import orphans
+from duorl.runtime.orphans import COLLECTOR as COLLECTOR_ROLE
+from duorl.runtime.stop_signals import STOP_REQUEST
 from duorl.runtime.control import (
     COLLECTOR_FAILED,
     COLLECTOR_READY,
@@ -34,13 +35,13 @@ from duorl.runtime.control import (
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
     ControlBlock,
-    PeerDied,
     PhaseInterrupted,
-    StopRequested,
     spins_while_waiting,
     wait_until,
 )
+from duorl.runtime.atomic_files import WriteFailed
 from duorl.runtime.iteration_metrics import IterationMetrics
+from duorl.runtime.outcome import LOOP_ENDINGS, StartRefused, outcome_of  # noqa: F401 - StartRefused: re-exported
 from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readable_window
 from duorl.runtime.settings import DuoSettings
 from duorl.runtime.timing import PhaseTimer, sync
@@ -58,11 +59,6 @@ class ResumeState:
     collector: dict[str, Any] | None  # the collector's state at that boundary (None: fresh envs)
     replay: dict[str, torch.Tensor] | None  # the ring's tensors (None: refill replay after resume)
     replay_origin: int = 0  # the first tick the saved ring holds (an earlier resume without replay)
-
-
-class StartRefused(RuntimeError):
-    """A check that needs both processes running (e.g. CUDA MPS clients) refused the run: it ends at
-    once, as refused input rather than a failure during training."""
 
 
 class Reporter(Protocol):
@@ -91,40 +87,6 @@ class DuoResult:
     tick_graph_active: bool = False  # the collector reported a captured tick
     wall_limited: bool = False  # stopped early by max_wall_s
     failed_part: str | None = None  # what failed: "collector" or "peer rank"
-
-
-class _StopFlag:
-    """SIGINT/SIGTERM set a flag the loop checks at every wait and iteration boundary, or, in a phase
-    `interruptible` names, abandon it at once (PhaseInterrupted); a second SIGINT interrupts at once
-    (without peers: `second_sigint_interrupts`)."""
-
-    def __init__(self, second_sigint_interrupts: bool = True, requested: Callable[[], bool] = lambda: False,
-                 interruptible: Callable[[], str | None] = lambda: None) -> None:
-        # a stop requested before the loop (runtime/stop_signals.py, installed at process start) counts
-        self.signal: int | None = stop_signals.early_stop_signal()
-        self.second_sigint_interrupts = second_sigint_interrupts
-        self.requested = requested  # a stop asked for elsewhere (the collector got a SIGTERM)
-        # the current phase when a signal must not wait for its end (INTERRUPTIBLE_PHASES), else None
-        self.interruptible = interruptible
-        self._old: dict[int, Any] = {}
-
-    def __enter__(self) -> "_StopFlag":
-        self._old = stop_signals.install(self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if stop_signals.stops_at_once(self.signal, signum, self.second_sigint_interrupts):
-            raise KeyboardInterrupt
-        self.signal = signum
-        phase = self.interruptible()
-        if phase is not None:
-            raise PhaseInterrupted(signum, phase)
-
-    def __call__(self) -> bool:
-        return self.signal is not None or self.requested()
-
-    def __exit__(self, *exc: Any) -> None:
-        stop_signals.restore(self._old)
 
 
 class Duo:
@@ -173,6 +135,7 @@ class Duo:
         self.board = WeightBoard.allocate(self.learner.actor, self.device)
         self.control = ControlBlock.allocate()
         self._beat = Heartbeat(self.control, "learner", s.stall)
+        self.coord.attach_heartbeat(self._beat)
         # the learner's phase follows its calls into the other ranks and into the run directory
         self.coord = PhasedCoordinator(self.coord, self._beat)
         self.reporter = PhasedReporter(self.reporter, self._beat)
@@ -206,11 +169,17 @@ class Duo:
             learner_pid=os.getpid(),
             # a data-parallel learner waits for the other ranks inside its update: its collector allows it more
             stall=replace(s.stall, peer_factor=2.0 if self.coord.world_size > 1 else 1.0),
+            supervisor_pid=os.getppid(),
         )
         ctx = mp.get_context("spawn")
         # daemon: multiprocessing terminates it if this process exits on an unhandled path
         self.process = ctx.Process(target=collector_main, args=(args,), name="duorl-collector", daemon=True)
-        self.process.start()
+        # the collector dies with this process from its first import of duorl (runtime/orphans.py), and
+        # ignores SIGINT and SIGTERM from its first instruction until its handlers exist: a launcher's
+        # Ctrl-C or SIGTERM to the rank's process group must not kill it while it starts (its learner,
+        # signalled too, stops the run cleanly); an ignored disposition survives the exec
+        with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
+            self.process.start()
         self._watch = PeerWatch(self.control, self._beat, self.process.pid, s.stall)
 
     def _collector_alive(self) -> str | None:
@@ -242,8 +211,9 @@ class Duo:
         in_long_phase = (lambda: self._beat.current if self._beat.current in INTERRUPTIBLE_PHASES else None) \
             if self.coord.local_stops else (lambda: None)
         keep_last_checkpoint = False
-        with _StopFlag(second_sigint_interrupts=self.coord.local_stops,
-                       requested=lambda: self.control.get(STOP_REQUESTED) == 1, interruptible=in_long_phase) as stop:
+        # a stop asked for here (a signal) or elsewhere (the collector got a SIGTERM)
+        stop = lambda: STOP_REQUEST() or self.control.get(STOP_REQUESTED) == 1  # noqa: E731
+        with STOP_REQUEST.listen(escalate=self.coord.local_stops), STOP_REQUEST.phases(in_long_phase):
             self._wait_stop = stop if self.coord.local_stops else (lambda: False)
             try:
                 self.board.publish(self.learner.actor, start)
@@ -265,22 +235,16 @@ class Duo:
                 self.coord.barrier("every rank's collector built its env")
                 self.reporter.started(manifest)
                 last = self._loop(start, stop, t_start)
-            except StopRequested:
-                status = "interrupted"
-            except PhaseInterrupted as e:
-                status, keep_last_checkpoint = "interrupted", True
-                os.write(2, f"duorl: {signal.Signals(e.signum).name} while the learner was {e.phase}: stopped at once; "
-                            f"that iteration is abandoned and not saved, the last checkpoint stays the run's\n".encode())
-            except PeerDied as e:
-                status, error, failed_part = "failed", str(e), "collector"
-            except RankLost as e:
-                status, error, failed_part = "failed", str(e), "peer rank"
-            except StartRefused as e:
-                status, error = "refused", str(e)
-            except GraphCaptureError as e:
-                status, error, failed_part = "failed", str(e), "learner (whole-cycle graph capture)"
-            except KeyboardInterrupt:
-                status = "interrupted"
+            except LOOP_ENDINGS as e:
+                outcome = outcome_of(e)
+                assert outcome is not None
+                status, failed_part, keep_last_checkpoint = outcome.status, outcome.failed_part, outcome.keep_last_checkpoint
+                if outcome.status in ("failed", "refused"):
+                    error = str(e)
+                if isinstance(e, PhaseInterrupted):
+                    os.write(2, f"duorl: {signal.Signals(e.signum).name} while the learner was {e.phase}: stopped at "
+                                f"once; that iteration is abandoned and not saved, the last checkpoint stays the run's\n"
+                                .encode())
             except BaseException as e:
                 self._shutdown()
                 raise e
@@ -290,12 +254,16 @@ class Duo:
         if status == "completed" and stop():
             status = "interrupted"
         env_steps = self._env_steps(k)
-        if not keep_last_checkpoint and status != "refused" and (
+        if not keep_last_checkpoint and status != "refused" and failed_part != "run directory" and (
                 status != "failed" or (self.coord.world_size == 1 and k > start)):
             # with peers the final checkpoint is gathered from every rank, so a rank that failed alone
             # (its peers are elsewhere in the loop) keeps the last periodic one instead; a run that
-            # failed before its first iteration has nothing to keep (an untrained learner)
-            self.reporter.checkpoint(k, env_steps, final=True, runtime_state=self._runtime_state(k))
+            # failed before its first iteration has nothing to keep (an untrained learner); a run
+            # whose directory refused a write (a full disk) writes nothing more there
+            try:
+                self.reporter.checkpoint(k, env_steps, final=True, runtime_state=self._runtime_state(k))
+            except WriteFailed as e:
+                status, error, failed_part = "failed", str(e), "run directory"
         if self.s.snapshot_dir is not None:
             remove_snapshots(self.s.snapshot_dir)  # states the collector left for boundaries never reached
         return DuoResult(
@@ -355,7 +323,7 @@ class Duo:
         moment may be an iteration behind or ahead."""
         return iterations * self.s.env_steps_per_sync * self.s.num_envs
 
-    def _loop(self, start: int, stop: _StopFlag, t_start: float) -> dict[str, float]:
+    def _loop(self, start: int, stop: Callable[[], bool], t_start: float) -> dict[str, float]:
         s = self.s
         n, sps = s.num_envs, s.env_steps_per_sync
         timer = PhaseTimer(self.device)

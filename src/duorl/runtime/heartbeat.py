@@ -113,6 +113,10 @@ class Heartbeat:
     def beat(self) -> None:
         self._c[self._beat_slot] = time.monotonic_ns()
 
+    def age_s(self) -> float:
+        """Seconds since this process last beat (read by a data-parallel rank's beat publisher)."""
+        return max(0.0, (time.monotonic_ns() - int(self._c[self._beat_slot])) / 1e9)
+
     def phase(self, name: str) -> None:
         """Enter phase `name` (and beat). A busy steady phase that ends updates the longest one."""
         now = time.monotonic_ns()

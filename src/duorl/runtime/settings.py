@@ -39,6 +39,10 @@ class DuoSettings:
     fail_capture: bool = False
     # the collector calls this (pickled: a module-level function) before it ends a frozen learner
     on_learner_stalled: Callable[[str], None] | None = None
+    # ... and this when the learner died without a word (SIGKILL, the OOM killer)
+    on_learner_gone: Callable[[str], None] | None = None
+    # snapshot_dir is a scratch folder of this rank (removed by the collector if the learner dies)
+    snapshot_dir_is_scratch: bool = False
 
     @property
     def num_envs(self) -> int:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+import sys
 import time
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from duorl.config.load import config_hash, config_to_dict
 from duorl.config.schema import Config
+
+if TYPE_CHECKING:  # torch is imported by whoever builds a run: refusals before that do without it
+    import torch
 
 
 def default_run_dir(cfg: Config) -> Path:
@@ -51,7 +53,12 @@ class RunDirectory:
         self._write_summary("running", 0, 0, 0.0)
 
     def log(self, iteration: int, env_steps: int, wall_s: float, metrics: dict[str, float]) -> None:
-        self.metrics.write(iteration, env_steps, wall_s, metrics)
+        from duorl.runtime.atomic_files import write_failed
+
+        try:
+            self.metrics.write(iteration, env_steps, wall_s, metrics)
+        except OSError as e:  # a full disk ends the run with the cause named (runtime/outcome.py)
+            raise write_failed("metrics", self.path / "metrics.jsonl", e) from e
         self.total_env_steps = env_steps
         self.last = metrics
         ret = metrics.get("Train/mean_episode_return")
@@ -91,7 +98,7 @@ class RunDirectory:
             self._write_summary("running", iteration, env_steps, time.perf_counter() - self._t0)
 
     def _write_summary(self, status: str, iterations: int, env_steps: int, wall_s: float, **extra: Any) -> None:
-        from duorl.telemetry.summary import write_json_atomic
+        from duorl.runtime.atomic_files import write_json
 
         summary = {
             "status": status,
@@ -108,14 +115,24 @@ class RunDirectory:
             "runtime_manifest": self.manifest,
             **extra,
         }
-        write_json_atomic(self.path / "run_summary.json", summary)
+        write_json(self.path / "run_summary.json", summary, "run summary")
 
     def finish(self, status: str, iterations: int, env_steps: int, wall_s: float, **extra: Any) -> None:
+        """The run's outcome first (a small file: on a full disk it is what still fits, and it is what a
+        killed finish leaves), then the plots, which only add their names to it."""
         from duorl.telemetry.plots import plot_learning_curves
 
         self.progress.close()
-        self.metrics.close()
-        png = plot_learning_curves(self.path)
+        try:
+            self.metrics.close()
+        except OSError as e:  # a full disk: the rows written so far stay
+            print(f"duorl: warning: closing the metrics files failed: {e}", file=sys.stderr, flush=True)
+        self._write_summary(status, iterations, env_steps, wall_s, **extra)
+        try:
+            png = plot_learning_curves(self.path)
+        except OSError as e:  # a full disk: the outcome is recorded; the plots are not worth a traceback
+            print(f"duorl: warning: the learning curves were not drawn: {e}", file=sys.stderr, flush=True)
+            return
         if png is not None:
             extra["plots"] = [str(png.relative_to(self.path))]
-        self._write_summary(status, iterations, env_steps, wall_s, **extra)
+            self._write_summary(status, iterations, env_steps, wall_s, **extra)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -10,33 +9,20 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from duorl.config.devices import gpu_uuid
+from duorl.runtime.atomic_files import write_json
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Temp file in the same folder, fsync, rename: a reader sees the old or the new file, never half."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, sort_keys=False, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """`obj` as JSON, replacing `path` atomically (runtime/atomic_files.py)."""
+    write_json(path, obj, Path(path).name)
 
 
-def mark_failed(path: Path, message: str, part: str) -> None:
-    """Record in a run summary that the run failed (`part` named), for a process that ends a run its
-    owner cannot end itself (a collector ending its frozen learner). Leaves a missing or unreadable
-    summary alone: the message is on stderr too."""
-    try:
-        summary = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    summary.update(status="failed", error=message, failed_part=part)
-    write_json_atomic(path, summary)
+def mark_failed(path: Path, message: str, part: str, cause_known: bool = True) -> bool:
+    """runtime/outcome.record_failure (there, below the launcher's layer, which records too); imported
+    when called: it pulls in torch, which the commands that only write JSON here do without."""
+    from duorl.runtime.outcome import record_failure
+
+    return record_failure(path, message, part, cause_known)
 
 
 def package_versions() -> dict[str, str | None]:
@@ -46,11 +32,17 @@ def package_versions() -> dict[str, str | None]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = None
+    import torch
+
     out["cuda"] = torch.version.cuda
     return out
 
 
-def device_record(device: torch.device) -> dict[str, Any]:
+def device_record(device: Any) -> dict[str, Any]:
+    import torch
+
+    from duorl.config.devices import gpu_uuid
+
     rec: dict[str, Any] = {"device": str(device), "type": device.type}
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)

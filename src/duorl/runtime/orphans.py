@@ -1,0 +1,137 @@
+"""No orphans: a duorl process started by another one ends when its parent dies, whatever killed it.
+
+Linux's parent-death signal (`prctl(PR_SET_PDEATHSIG)`) makes the kernel signal a process when its
+parent dies, even by SIGKILL. It must be armed before the parent can die unnoticed, so a parent that
+starts a duorl child names itself in the child's environment (`DUORL_PARENT_PID=PID:SIGNAL`, set only
+for that start), and the child arms the signal on its first import of `duorl` (duorl/__init__.py:
+before torch, before the child's own code is even unpickled). A parent that died before the arming
+is caught right after it: the child's parent is then no longer that PID, and it leaves at once.
+
+Who gets which signal:
+- a data-parallel rank (child of the launcher or of a torchrun agent): SIGKILL, there is nothing a
+  rank could save once the process that watches every rank is gone; under torchrun, which sets no
+  DUORL_PARENT_PID, the rank arms against the parent it finds (the agent);
+- a collector (child of its learner): SIGKILL until its own code runs, then SIGTERM, which its
+  handler tells apart from a launcher's stop request: the learner gone, the collector records the
+  run as failed (the learner can no longer) and leaves (runtime/collector.py).
+
+The same first instruction starts listening for SIGINT and SIGTERM, so that a stop in the child's
+first second is a stop request, not a traceback (runtime/stop_signals.py).
+
+Stdlib only: it runs before anything heavy is imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from typing import Iterator
+
+PARENT_ENV = "DUORL_PARENT_PID"
+_PR_SET_PDEATHSIG = 1
+# the exit code of a child whose parent was gone before it could arm (nothing of it ran yet)
+ORPHANED_AT_START = 1
+
+
+def set_parent_death_signal(sig: int) -> bool:
+    """Ask the kernel to send `sig` to this process when its parent dies (Linux; elsewhere False)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+RANK, COLLECTOR = "rank", "collector"
+# a SIGTERM that reached a collector before its own handler existed (collector_main reads it)
+early_sigterm = False
+
+
+def parent_entry(parent_pid: int, role: str) -> str:
+    """The DUORL_PARENT_PID value a parent gives a child it starts (`role`: RANK or COLLECTOR)."""
+    return f"{parent_pid}:{role}"
+
+
+@contextlib.contextmanager
+def naming_parent(role: str) -> Iterator[None]:
+    """Around starting a child (a spawn copies the environment then): it arms against this process."""
+    old = os.environ.get(PARENT_ENV)
+    os.environ[PARENT_ENV] = parent_entry(os.getpid(), role)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(PARENT_ENV, None)
+        else:
+            os.environ[PARENT_ENV] = old
+
+
+@contextlib.contextmanager
+def signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while a child is started (it inherits the disposition through exec;
+    this process's own handlers are back at once). The main thread only; elsewhere nothing changes."""
+    old: dict[int, object] = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                old[sig] = signal.signal(sig, signal.SIG_IGN)
+            except ValueError:  # not the main thread
+                pass
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _record_sigterm(signum: int, frame: object) -> None:
+    global early_sigterm
+    early_sigterm = True
+
+
+def _listen_early(role: str) -> None:
+    """Signals from the child's first instruction: a collector ignores SIGINT (Ctrl-C reaches the whole
+    process group; its learner owns the stop) and keeps a SIGTERM for its handler; a rank records both
+    as its stop request (a second SIGINT is the launcher passing the first on)."""
+    if role == COLLECTOR:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, _record_sigterm)
+    else:
+        from duorl.runtime.stop_signals import STOP_REQUEST
+
+        STOP_REQUEST.listen_for_good(escalate=False)
+
+
+def arm(parent_pid: int, sig: int) -> None:
+    """Die with `parent_pid`: the parent-death signal, then the check for a parent already gone."""
+    set_parent_death_signal(sig)
+    if os.getppid() != parent_pid:
+        os.write(2, f"duorl: the parent process (pid {parent_pid}) is gone before this one (pid {os.getpid()}) "
+                    f"started: leaving at once\n".encode())
+        os._exit(ORPHANED_AT_START)
+
+
+def arm_from_environment() -> None:
+    """Called on the first import of duorl: arm against the parent named in DUORL_PARENT_PID (the entry
+    is consumed, so that a grandchild never arms against its grandparent), else, in a torchrun
+    worker, against the agent that started it."""
+    entry = os.environ.pop(PARENT_ENV, None)
+    if entry:
+        pid, _, role = entry.partition(":")
+        try:
+            parent = int(pid)
+        except ValueError:
+            return  # a malformed entry arms nothing (never a reason to fail)
+        _listen_early(role)
+        # SIGKILL at first, for a collector too: until its handler runs, nothing of it needs saving
+        arm(parent, signal.SIGKILL)
+        return
+    if "TORCHELASTIC_RUN_ID" in os.environ and "RANK" in os.environ and "LOCAL_RANK" in os.environ:
+        # torchrun names no parent; its agent is this process's parent now (a parent that died in the
+        # few milliseconds before this line cannot be told apart from init: the agent is rarely killed then)
+        _listen_early(RANK)
+        set_parent_death_signal(signal.SIGKILL)
