@@ -54,6 +54,8 @@ def test_a_variable_the_user_set_is_never_overridden(clean_env: Path, monkeypatc
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(clean_env / "users_inductor"))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(clean_env / "users_triton"))
     monkeypatch.setenv("WARP_CACHE_PATH", str(clean_env / "users_warp"))
+    # a process that initialised warp reports warp's own directory: as a fresh process, this one has not
+    monkeypatch.delitem(sys.modules, "warp", raising=False)
     dirs = compiling.use_persistent_compile_caches()
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(clean_env / "users_inductor")
     assert os.environ["TRITON_CACHE_DIR"] == str(clean_env / "users_triton")

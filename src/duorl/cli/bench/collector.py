@@ -66,7 +66,7 @@ def _measure(tick: Any, warmup: int, ticks: int) -> dict[str, Any]:
         "warmup_ticks": warmup,
         "warmup_s": round(warmup_s, 3),
         "ticks": ticks,
-        "seconds": round(seconds, 4),
+        "seconds": round(seconds, 6),
         "ms_per_tick": round(seconds * 1e3 / ticks, 4),
         "collector_env_steps_per_s": round(n * ticks / seconds, 1),
     }
