@@ -80,7 +80,7 @@ def evaluate(
     actor.load_state_dict(data["policy"])
     actor.eval()
     sim_cfg = replace(cfg.sim, name=sim)
-    env = make_vec_env(cfg.task, sim_cfg, episodes, "cpu", derive_seed(cfg.training.seed, "play"), True)
+    env = make_vec_env(cfg.task, sim_cfg, episodes, "cpu", derive_seed(cfg.training.seed, "play"), True, play=True)
     recorder, video_error = None, None
     if video:
         try:

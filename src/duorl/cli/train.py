@@ -89,7 +89,7 @@ def _exit_now(code: int) -> None:
 
 def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.algos.registry import make_actor, make_learner
-    from duorl.envs.registry import make_task, make_vec_env
+    from duorl.envs.registry import env_spec, is_mjlab, make_task, make_vec_env, tick_eager_reason
     from duorl.runtime.coordination import Solo
     from duorl.runtime.duo import Duo, DuoSettings, StartRefused
     from duorl.runtime.heartbeat import StallBounds
@@ -132,8 +132,9 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     agree(None if verdict.ok else verdict.message, "probing CUDA MPS")
     if tr.torch_threads > 0:
         torch.set_num_threads(tr.torch_threads)
-    task = make_task(cfg.task)  # unbound: shapes and state names, no simulation
-    spec = task.spec
+    # unbound: shapes and state names, no simulation (None: an mjlab task, a whole VecEnv without a Task)
+    task = None if is_mjlab(cfg.task.name) else make_task(cfg.task)
+    spec = env_spec(cfg.task) if task is None else task.spec
     checked = preflight(cfg, task, lead)  # the task's inputs and the run directory's path (duorl/cli/preflight.py)
     for warning in checked.warnings:
         print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
@@ -227,6 +228,8 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         reporter = RunDirectory(cfg, run_dir, learner, device)
         reporter.manifest.update(_manifest(cfg, device, switches, spec, world, ctx is not None, resumed_from,
                                            device_record, host_record, package_versions))
+        # why the tick runs eagerly whatever sim.tick_cuda_graph says (an mjlab step syncs the host)
+        reporter.manifest["collector_tick_cuda_graph"]["eager_reason"] = tick_eager_reason(cfg.task)
         # which rule skips invalid steps: this process's verdict alone, or every rank's
         reporter.manifest["gradient_synchronizer"] = type(learner.grad_sync).__name__
         if sync is not None:

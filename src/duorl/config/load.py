@@ -33,6 +33,8 @@ _EXAMPLES: dict[str, Any] = {"training.devices": ["cpu"], "task.max_episode_step
 _ALLOWED: dict[str, str] = {"training.devices": devices.ALLOWED}
 # Algo and task names become file names: keep them plain so `--task ../x` cannot reach other files.
 _NAME = re.compile(r"[A-Za-z0-9_\-]+")
+# mjlab:<id> (duorl.envs.mjlab) reads no task YAML; mjlab dispatch (minimal; reconciled with the tasks resolver)
+_MJLAB_NAME = re.compile(r"mjlab:[A-Za-z0-9_\-.]+")
 
 
 def best_sim() -> str:
@@ -190,7 +192,7 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
     """load_config's Config and, per dotted key, the layer that set its value (a key of SOURCES)."""
     if not _NAME.fullmatch(algo):
         raise ConfigError("algo.name", algo, "unknown algorithm", ", ".join(ALGOS), "pick one with --algo, e.g. --algo sac")
-    if not _NAME.fullmatch(task):
+    if not (_NAME.fullmatch(task) or _MJLAB_NAME.fullmatch(task)):
         raise ConfigError("task.name", task, "unknown task", ", ".join(available_tasks()),
                           "pick one with --task (see `duorl train --help`)")
     cfg: DictConfig = OmegaConf.structured(Config)
@@ -208,7 +210,7 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
         merge(_read_yaml(path), "algo", str(path))
 
     path = task_yaml(task)
-    if path.is_file():
+    if _NAME.fullmatch(task) and path.is_file():
         data = _read_yaml(path)
         by_name = data.pop("algo_by_name", None) or {}
         if not isinstance(by_name, dict) or not set(by_name) <= set(ALGOS):

@@ -41,6 +41,8 @@ def compile_enabled(algo: Any, device: Any) -> bool:
 def tick_graph_enabled(cfg: Config, env_device: str) -> bool:
     """sim.tick_cuda_graph for envs on `env_device`: null = on when they step on CUDA."""
     configured = cfg.sim.tick_cuda_graph
+    if cfg.task.name.startswith("mjlab:"):  # mjlab's step syncs the host: its tick runs eagerly
+        return False
     return _on_cuda(env_device) if configured is None else bool(configured) and _on_cuda(env_device)
 
 

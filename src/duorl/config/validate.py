@@ -167,10 +167,48 @@ def _check_sim_name(cfg: Config) -> None:
 
 
 def _check_task_name(cfg: Config) -> None:
+    if cfg.task.name.startswith(MJLAB_PREFIX):  # mjlab dispatch (minimal; reconciled with the tasks resolver)
+        _check_mjlab_task(cfg)
+        return
     tasks = available_tasks()
     if cfg.task.name not in tasks:
         raise ConfigError("task.name", cfg.task.name, "unknown task", ", ".join(tasks) or "(no task registered)",
                           "pick one with --task (see `duorl train --help`)")
+
+
+MJLAB_PREFIX = "mjlab:"  # duorl.envs.mjlab.PREFIX
+
+
+def _check_mjlab_task(cfg: Config) -> None:
+    """An mjlab task: mjlab installed, the id in its registry, MuJoCo Warp, and no switch that only
+    duorl's own tasks have (the tick graph: mjlab's step syncs the host; tick compilation)."""
+    import difflib
+
+    from duorl.envs import mjlab
+    from duorl.config.errors import InputRefused
+
+    name = cfg.task.name
+    try:
+        mjlab.check_installed()
+        ids = mjlab.task_ids()
+    except InputRefused as e:
+        raise ConfigError("task.name", name, str(e).split(". Fix:")[0], "an installed mjlab", mjlab.INSTALL) from None
+    task_id = name[len(MJLAB_PREFIX):]
+    if task_id not in ids:
+        close = difflib.get_close_matches(task_id, ids, n=3, cutoff=0.5)
+        raise ConfigError("task.name", name, "unknown mjlab task id",
+                          ", ".join(MJLAB_PREFIX + i for i in (close or ids)),
+                          f"did you mean {MJLAB_PREFIX}{close[0]}?" if close else "pick one of mjlab's ids")
+    if cfg.sim.name != "mjwarp":
+        raise ConfigError("sim.name", cfg.sim.name, f"an mjlab task ({name}) always steps MuJoCo Warp", "mjwarp",
+                          "use --sim mjwarp (on a GPU, or Warp's CPU device with training.devices=[cpu])")
+    for key, value, why in (
+            ("sim.tick_cuda_graph", cfg.sim.tick_cuda_graph, "mjlab's step reads device values on the host, so "
+             "the collector tick of an mjlab task runs eagerly"),
+            ("sim.tick_compile", cfg.sim.tick_compile, "it compiles the tensor code of duorl's own tasks, and an "
+             "mjlab task's step is mjlab's")):
+        if value is True:
+            raise ConfigError(key, True, why, "null or false", f"remove {key}")
 
 
 def _check_action_range(cfg: Config) -> None:

@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 
 from duorl.config.schema import SimConfig, TaskConfig
-from duorl.envs.base import EnvSpec
+from duorl.envs.base import EnvSpec, VecEnv
 from duorl.envs.tasks.base import Task
 from duorl.envs.tasks.pendulum import PendulumSwingup
 from duorl.envs.vec_env import TaskVecEnv
@@ -46,6 +46,13 @@ def _check(key: str, value: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{key}={value!r} is not known; allowed values: {', '.join(allowed)}")
 
 
+def is_mjlab(name: str) -> bool:
+    """An mjlab task (`mjlab:<id>`): a whole VecEnv from duorl.envs.mjlab, no Task."""
+    from duorl.envs.mjlab import PREFIX
+
+    return name.startswith(PREFIX)
+
+
 def make_task(task_cfg: TaskConfig) -> Task:
     """A fresh, unbound task for `task_cfg` (cheap: parses nothing until a backend asks)."""
     _check("task.name", task_cfg.name, TASKS)
@@ -53,8 +60,22 @@ def make_task(task_cfg: TaskConfig) -> Task:
 
 
 def env_spec(task_cfg: TaskConfig) -> EnvSpec:
-    """Shapes and timing of the configured task, without building any simulation."""
+    """Shapes and timing of the configured task, without building any simulation (an mjlab task
+    builds one env once per process: duorl.envs.mjlab.task_spec)."""
+    if is_mjlab(task_cfg.name):  # mjlab dispatch (minimal; the lead reconciles it with the tasks resolver)
+        from duorl.envs import mjlab
+
+        return mjlab.task_spec(task_cfg.name[len(mjlab.PREFIX):], task_cfg)
     return make_task(task_cfg).spec
+
+
+def tick_eager_reason(task_cfg: TaskConfig) -> str | None:
+    """Why the task's env step cannot be captured in the collector's CUDA graph (None: it can)."""
+    if is_mjlab(task_cfg.name):
+        from duorl.envs.mjlab.vec_env import MjlabVecEnv
+
+        return MjlabVecEnv.tick_eager_reason
+    return None
 
 
 def default_sim() -> str:
@@ -72,14 +93,21 @@ def make_vec_env(
     nan_inject_step: int = -1,
     compile: bool = False,
     solver_early_exit: bool = False,
-) -> TaskVecEnv:
+    play: bool = False,
+) -> VecEnv:
     """Build `num_envs` environments of `task_cfg.name` on `sim_cfg.name`, tensors on `device`.
 
     The mujoco backend runs on CPU threads and so needs device 'cpu'; mjwarp takes 'cuda[:i]' or
     'cpu' (warp's CPU device, slow, for tests). `compile`: torch.compile the step's tensor code
     (config.switches.tick_compile_enabled resolves sim.tick_compile). `solver_early_exit`: mjwarp's
     solver loop stops once all worlds converged, inside a captured tick (solver_early_exit_enabled).
+    `play`: an env for `duorl play` (an mjlab task then uses its play configuration). An mjlab task is
+    built whole by duorl.envs.mjlab and always steps MuJoCo Warp.
     """
+    if is_mjlab(task_cfg.name):  # mjlab dispatch (minimal; the lead reconciles it with the tasks resolver)
+        from duorl.envs import mjlab
+
+        return mjlab.make_vec_env(task_cfg.name[len(mjlab.PREFIX):], task_cfg, num_envs, device, seed, play=play)
     _check("sim.name", sim_cfg.name, SIMS)
     task = make_task(task_cfg)
     if num_envs < 1:
