@@ -175,6 +175,8 @@ class _VideoRecorder:
     def __init__(self, env: Any) -> None:
         import mujoco
 
+        if not hasattr(env, "task"):  # an mjlab task: a whole VecEnv, no duorl Task to draw
+            raise PlayError("video is recorded for duorl's own tasks; an mjlab task has none yet: play without --video")
         self.writer = _mp4_writer()
         self.env = env
         self.model = _render_model(env.task)
