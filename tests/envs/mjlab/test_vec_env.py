@@ -109,37 +109,27 @@ def _processed(vec, a: torch.Tensor) -> torch.Tensor:
 A = torch.tensor([[-1.0], [0.5]])
 
 
-def test_joint_effort_action_is_the_raw_action_times_scale():
-    from mjlab.envs.mdp.actions import JointEffortActionCfg
-
-    vec = _cartpole_with(JointEffortActionCfg(entity_name="cartpole", actuator_names=("slider",), scale=1.0))
-    torch.testing.assert_close(_processed(vec, A), A)  # cartpole: a spans the motor's ctrlrange [-1, 1]
-    vec.close()
+def _default(name: str):
+    return lambda vec: getattr(vec.env.scene["cartpole"].data, name)[:, :1]
 
 
-def test_joint_position_action_is_default_pose_plus_scale():
-    from mjlab.envs.mdp.actions import JointPositionActionCfg
-
-    vec = _cartpole_with(JointPositionActionCfg(entity_name="cartpole", actuator_names=("slider",), scale=0.3))
-    default = vec.env.scene["cartpole"].data.default_joint_pos[:, :1]
-    torch.testing.assert_close(_processed(vec, A), default + 0.3 * A)
-    vec.close()
+def _zero(vec):
+    return 0.0
 
 
-def test_relative_joint_position_action_is_scale_times_a():
-    from mjlab.envs.mdp.actions import RelativeJointPositionActionCfg
+@pytest.mark.parametrize("kind,scale,base", [
+    ("JointEffortActionCfg", 1.0, _zero),  # the cartpole: a spans the motor's ctrlrange [-1, 1]
+    ("JointPositionActionCfg", 0.3, _default("default_joint_pos")),
+    ("RelativeJointPositionActionCfg", 0.2, _zero),  # added to the current position when applied
+    ("JointVelocityActionCfg", 2.0, _default("default_joint_vel")),
+])
+def test_an_action_in_the_unit_box_is_the_terms_raw_action(kind, scale, base):
+    """duorl hands its action over unchanged; the term maps it: its offset (or default) + scale * a."""
+    import mjlab.envs.mdp.actions as actions
 
-    vec = _cartpole_with(RelativeJointPositionActionCfg(entity_name="cartpole", actuator_names=("slider",), scale=0.2))
-    torch.testing.assert_close(_processed(vec, A), 0.2 * A)  # added to the current position when applied
-    vec.close()
-
-
-def test_joint_velocity_action_is_default_velocity_plus_scale():
-    from mjlab.envs.mdp.actions import JointVelocityActionCfg
-
-    vec = _cartpole_with(JointVelocityActionCfg(entity_name="cartpole", actuator_names=("slider",), scale=2.0))
-    default = vec.env.scene["cartpole"].data.default_joint_vel[:, :1]
-    torch.testing.assert_close(_processed(vec, A), default + 2.0 * A)
+    vec = _cartpole_with(getattr(actions, kind)(entity_name="cartpole", actuator_names=("slider",), scale=scale))
+    expected = base(vec) + scale * A
+    torch.testing.assert_close(_processed(vec, A), expected)
     vec.close()
 
 

@@ -18,12 +18,7 @@ from typing import Any
 import torch
 
 from duorl.envs.base import EnvSpec, Obs
-
-
-def _select(mask: torch.Tensor, a: Obs, b: Obs) -> Obs:
-    """Per-env choice: a where mask [N] is True, else b."""
-    m = mask.unsqueeze(1)
-    return {k: torch.where(m, a[k], b[k]) for k in b}
+from duorl.envs.vec_env import _select
 
 
 class MjlabVecEnv:
