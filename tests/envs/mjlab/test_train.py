@@ -121,3 +121,19 @@ def test_two_cpu_ranks_train_an_mjlab_task(tmp_path):
     assert s["runtime_manifest"]["world_size"] == 2 and s["dp_learner_state"]["equal"]
     assert s["env_steps"] == 2 * 3 * 2  # both ranks' steps
     assert "Task/Episode_Reward/smooth_reward" in _rows(run)[-1]
+
+
+@pytest.mark.cuda
+def test_velocity_task_on_cuda_runs_its_tick_eagerly(tmp_path):
+    """On a GPU (`pytest -m cuda`; not run on the CPU machines): mjlab's step syncs the host, so the tick
+    is not captured although sim.tick_cuda_graph defaults to on for CUDA envs."""
+    run = tmp_path / "cuda"
+    r = run_duorl(run, "training.devices=[0]", "training.log_interval=1", "algo.learning_starts=1",
+                  "algo.max_iterations=3", "training.num_envs=64", task="mjlab:Mjlab-Velocity-Flat-Unitree-Go1",
+                  sim="mjwarp", timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
+    s = _summary(run)
+    assert s["status"] == "completed" and s["runtime_manifest"]["env_device"].startswith("cuda")
+    tick = s["runtime_manifest"]["collector_tick_cuda_graph"]
+    assert tick["enabled"] is False and tick["active"] is False and tick["eager_reason"]
+    assert "Task/Episode_Reward/track_linear_velocity" in _rows(run)[-1]
