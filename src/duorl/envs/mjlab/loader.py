@@ -19,11 +19,19 @@ def registry() -> Any:
     # mjlab turns Warp's kernel-load lines on unless asked not to; duorl keeps warnings only (as its
     # own mjwarp backend does)
     os.environ.setdefault("MJLAB_WARP_QUIET", "1")
+    # mjlab sets MUJOCO_GL=egl for its own renderer; duorl's video (and the processes it starts) keep the
+    # user's choice
+    gl = os.environ.get("MUJOCO_GL")
     try:
         import mjlab.tasks  # noqa: F401 - registers the tasks
         from mjlab.tasks import registry as reg
     except ImportError as e:
         raise InputRefused(f"mjlab is installed but does not import ({type(e).__name__}: {e}). Fix: {INSTALL}") from None
+    finally:
+        if gl is None:
+            os.environ.pop("MUJOCO_GL", None)
+        else:
+            os.environ["MUJOCO_GL"] = gl
     _quiet_warp()
     return reg
 
