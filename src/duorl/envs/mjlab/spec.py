@@ -92,7 +92,6 @@ def task_spec(task_id: str, task_cfg: Any) -> EnvSpec:
 
 def _build_spec(task_id: str, task_cfg: Any) -> tuple[EnvSpec, tuple[str, ...]]:
     from duorl.envs.mjlab.loader import build_env, env_cfg, registry
-    from duorl.envs.mjlab.metrics import metric_rows
 
     reg = registry()
     if task_id not in reg.list_tasks():
@@ -102,17 +101,25 @@ def _build_spec(task_id: str, task_cfg: Any) -> tuple[EnvSpec, tuple[str, ...]]:
     refuse_untrainable(task_id, cfg, groups)
     env = build_env(cfg, "cpu")
     try:
-        rows, dropped = metric_rows(env)
-        spec = EnvSpec(
-            task=f"mjlab:{task_id}",
-            actor_obs_dim=flat_dim(task_id, env, groups.actor),
-            critic_obs_dim=flat_dim(task_id, env, groups.critic),
-            action_dim=int(env.action_manager.total_action_dim),
-            max_episode_steps=int(env.max_episode_length),
-            control_dt=float(env.step_dt),
-            metric_names=tuple(r.name for r in rows),
-            mirror=None,
-        )
+        spec, _, dropped = describe(task_id, env, groups)
     finally:
         env.close()
     return spec, dropped
+
+
+def describe(task_id: str, env: Any, groups: ObsGroups) -> tuple[EnvSpec, list[Any], tuple[str, ...]]:
+    """(the EnvSpec of a built env, its Task/ rows, the names of the logged terms beyond the rows)."""
+    from duorl.envs.mjlab.metrics import metric_rows
+
+    rows, dropped = metric_rows(env)
+    spec = EnvSpec(
+        task=f"mjlab:{task_id}",
+        actor_obs_dim=flat_dim(task_id, env, groups.actor),
+        critic_obs_dim=flat_dim(task_id, env, groups.critic),
+        action_dim=int(env.action_manager.total_action_dim),
+        max_episode_steps=int(env.max_episode_length),
+        control_dt=float(env.step_dt),
+        metric_names=tuple(r.name for r in rows),
+        mirror=None,
+    )
+    return spec, rows, dropped

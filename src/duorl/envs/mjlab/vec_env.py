@@ -121,27 +121,31 @@ class MjlabVecEnv:
 
 
 def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed: int, play: bool = False) -> MjlabVecEnv:
-    """See duorl.envs.mjlab.make_vec_env."""
-    from duorl.envs.mjlab.loader import build_env, env_cfg
-    from duorl.envs.mjlab.metrics import metric_rows
-    from duorl.envs.mjlab.spec import obs_groups, refuse_untrainable, task_spec
+    """See duorl.envs.mjlab.make_vec_env. The spec comes from the env built here (no second build), except
+    under `play`: the play configuration's env reports the training configuration's Task/ rows, in their
+    order (those of the spec the policy was trained with), and ends its episodes at its own length."""
+    from dataclasses import replace
+
+    from duorl.envs.mjlab.loader import build_env, env_cfg, registry
+    from duorl.envs.mjlab.spec import describe, obs_groups, refuse_untrainable, task_spec
 
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-    spec = task_spec(task_id, task_cfg)  # refuses what duorl cannot train; cached per process
+    if task_id not in registry().list_tasks():
+        raise ValueError(f"mjlab:{task_id} is not in mjlab's registry")
     cfg = env_cfg(task_id, task_cfg.max_episode_steps, num_envs, seed, play=play)
     groups = obs_groups(task_id, cfg)
     refuse_untrainable(task_id, cfg, groups)
     env = build_env(cfg, device)
-    rows, _ = metric_rows(env)
-    if tuple(r.name for r in rows) != spec.metric_names:  # the play configuration may log other terms
-        keep = {r.name: r for r in rows}
-        missing = [n for n in spec.metric_names if n not in keep]
+    spec, rows, _ = describe(task_id, env, groups)
+    if play:
+        trained = task_spec(task_id, task_cfg)
+        by_name = {r.name: r for r in rows}
+        missing = [n for n in trained.metric_names if n not in by_name]
         if missing:
             env.close()
-            raise ValueError(f"mjlab:{task_id}{' (play)' if play else ''} does not log {missing}, which its "
-                             "training configuration logs")
-        rows = [keep[n] for n in spec.metric_names]
-    if play:
-        spec = EnvSpec(**{**spec.__dict__, "max_episode_steps": int(env.max_episode_length)})
+            raise ValueError(f"mjlab:{task_id}'s play configuration does not log {missing}, which its training "
+                             "configuration logs")
+        rows = [by_name[n] for n in trained.metric_names]
+        spec = replace(trained, max_episode_steps=spec.max_episode_steps)
     return MjlabVecEnv(env, spec, groups.actor, groups.critic, rows, finite_horizon=bool(cfg.is_finite_horizon))
