@@ -184,8 +184,9 @@ def _check_mjlab_task(cfg: Config) -> None:
     duorl's own tasks have (the tick graph: mjlab's step syncs the host; tick compilation)."""
     import difflib
 
-    from duorl.envs import mjlab
     from duorl.config.errors import InputRefused
+    from duorl.envs import mjlab
+    from duorl.envs.mjlab.vec_env import MjlabVecEnv
 
     name = cfg.task.name
     try:
@@ -203,8 +204,8 @@ def _check_mjlab_task(cfg: Config) -> None:
         raise ConfigError("sim.name", cfg.sim.name, f"an mjlab task ({name}) always steps MuJoCo Warp", "mjwarp",
                           "use --sim mjwarp (on a GPU, or Warp's CPU device with training.devices=[cpu])")
     for key, value, why in (
-            ("sim.tick_cuda_graph", cfg.sim.tick_cuda_graph, "mjlab's step reads device values on the host, so "
-             "the collector tick of an mjlab task runs eagerly"),
+            ("sim.tick_cuda_graph", cfg.sim.tick_cuda_graph, f"{MjlabVecEnv.tick_eager_reason}, so the collector "
+             "tick of an mjlab task runs eagerly"),
             ("sim.tick_compile", cfg.sim.tick_compile, "it compiles the tensor code of duorl's own tasks, and an "
              "mjlab task's step is mjlab's")):
         if value is True:
