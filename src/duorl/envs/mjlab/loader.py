@@ -32,15 +32,10 @@ def registry() -> Any:
             os.environ.pop("MUJOCO_GL", None)
         else:
             os.environ["MUJOCO_GL"] = gl
-    _quiet_warp()
+    from duorl.envs.backends.mjwarp import quiet_warp
+
+    quiet_warp()
     return reg
-
-
-def _quiet_warp() -> None:
-    import warp as wp
-
-    if wp.config.log_level == wp.LOG_INFO and not os.environ.get("DUORL_WARP_VERBOSE"):
-        wp.config.log_level = wp.LOG_WARNING
 
 
 def env_cfg(task_id: str, max_episode_steps: int | None, num_envs: int, seed: int, play: bool = False) -> Any:
