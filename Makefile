@@ -5,11 +5,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.duorl-installed
 HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo 1)
-TORCH_SPEC := $(if $(HAS_GPU),torch>=2.9,torch==2.13.0)
+comma := ,
+# the GPU build gets pyproject.toml's torch range (the newest tested release below its bound)
+TORCH_SPEC := $(if $(HAS_GPU),torch>=2.9$(comma)<2.14,torch==2.13.0)
 TORCH_NOTE := $(if $(HAS_GPU),an NVIDIA GPU is visible: the CUDA build,no NVIDIA GPU: the CPU build)
 ARGS ?=
 
-.PHONY: run test venv clean
+.PHONY: run test test-fast venv clean
 
 # pip stays quiet (-q): the echo lines say what each silent minute is for
 $(STAMP): pyproject.toml
@@ -39,6 +41,13 @@ run: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/duorl assets g1 --if-missing
 	$(PY) -m pytest -q -n 2 --dist worksteal tests
+
+# the inner loop: the suite without the tests marked slow (10 s or more each: learning runs, real duo and
+# data-parallel runs). `make test` stays the full suite and CI's command. The -m here replaces
+# pyproject's `-m 'not cuda'`, so it repeats it.
+test-fast: $(STAMP)
+	$(VENV)/bin/duorl assets g1 --if-missing
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow and not cuda" tests
 
 clean:
 	rm -rf $(VENV) runs

@@ -56,8 +56,8 @@ def duorl_env() -> dict[str, str]:
 
 
 def pytest_collection_modifyitems(config, items):
-    # The learning runs (marked slow, test_learning.py) take 2-5 minutes each in the suite, collected near
-    # the end; started first, they run beside the short tests instead of leaving the last one running
+    # The learning runs (marked learning_run, test_learning.py) take 2-5 minutes each in the suite, collected
+    # near the end; started first, they run beside the short tests instead of leaving the last one running
     # alone on one of the two workers (make test: `-n 2 --dist worksteal`). A stable sort: the rest keep
-    # their order.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # their order (a module's tests stay together, so its module-scoped fixtures are built once).
+    items.sort(key=lambda item: item.get_closest_marker("learning_run") is None)

@@ -9,8 +9,10 @@ refusal happens before any process is spawned, so nothing of a run can outlive a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +142,8 @@ _ONE_KEY = [
     ("debug.slow_phase=nowhere", "debug.slow_phase=nowhere"),
     ("debug.slow_phase=learner:dreaming", "debug.slow_phase=learner:dreaming"),
     ("training.resume=/nonexistent/run", "training.resume=/nonexistent/run"),
+    ("algo.buffer_size=4", "algo.batch_size=32"),  # 4 ticks x 4 envs (TINY): fewer transitions than one batch
+    ("training.dp_timeout_s=60", "training.dp_timeout_s=60"),  # a one-device run reads no data-parallel key
 ]
 for _override, _needle in _ONE_KEY:
     c(f"config {_override}")(lambda tmp, o=_override, n=_needle: (_train(tmp, o), (n,)))
@@ -172,6 +176,27 @@ def _(tmp):
 
 
 # -- the run directory
+# -- tasks from outside duorl (envs/task_sources.py; tests/envs/fake_tasks.py holds the broken factories)
+_FAKE = "tests.envs.fake_tasks"
+_TASK_SOURCES = [
+    ("an unknown name lists the closest", "pendulum_swingap", ("task.name=pendulum_swingap", "did you mean pendulum_swingup")),
+    ("an import path that fails to import", f"{_FAKE}_broken:make", ("fails to import", "RuntimeError: broken on purpose")),
+    ("an import path whose module is not installed", "no_such_module_xyz:make", ("fails to import", "ModuleNotFoundError")),
+    ("an import path to a missing factory", f"{_FAKE}:pendulm", ("has no attribute pendulm", f"{_FAKE}:pendulum")),
+    ("a factory that returns no Task", f"{_FAKE}:returns_none", ("returned a NoneType, which is no duorl Task",)),
+    ("a factory that raises", f"{_FAKE}:raises", ("raised RuntimeError: no robot model here",)),
+    ("a zero-size action", f"{_FAKE}:zero_action", ("duorl cannot train its spaces: action_dim=0",)),
+    ("non-float observations (one probe step)", f"{_FAKE}:int_obs", ("obs['actor'] is torch.int64",)),
+]
+for _id, _task, _says in _TASK_SOURCES:
+    c(f"task: {_id}")(lambda tmp, task=_task, says=_says: (_train(tmp, task=task), (f"task.name={task}", *says)))
+
+
+@c("task: algo.use_symmetry=true for a task without a mirror")
+def _(tmp):
+    return _train(tmp, "algo.use_symmetry=true"), ("algo.use_symmetry=true", "pendulum_swingup does not")
+
+
 @c("run dir: a finished run's directory is refused and resume is offered")
 def _(tmp):
     run = _checkpoint_run(tmp)
@@ -273,7 +298,7 @@ def _(tmp):
 # (the checks are envs/motion/checks.py's, issue #22; here: that they refuse before anything is built)
 _BAD_CLIPS = [
     ("an array is missing", dict(drop="body_quat_w"), "body_quat_w: missing"),
-    ("non-finite values", dict(nan="joint_pos"), "not finite"),
+    ("non-finite values", dict(nan="joint_pos"), "non-finite value"),
     ("the wrong number of joints", dict(joints=23), "23 joint columns"),
     ("a single frame", dict(frames=1), "1 frame(s)"),
     ("bodies without names that do not match the model", dict(bodies=5), "body_names"),
@@ -284,6 +309,57 @@ for _id, _how, _says in _BAD_CLIPS:
         p = _clip_file(tmp, **how)
         return _train(tmp, f"task.motion_file={p}", task="g1_motion_tracking"), (f"task.motion_file={p}", says)
     c(f"clip: {_id}")(_bad_clip)
+
+
+@functools.lru_cache(maxsize=1)
+def _synthetic() -> dict[str, np.ndarray]:
+    """The synthetic G1 clip (10 s at 50 fps) as canonical arrays: a clip every check accepts."""
+    from duorl.envs.g1 import model as g1
+    from duorl.envs.motion.synth import synthesize
+    from tests.envs.motion_files import canonical_arrays
+
+    return canonical_arrays(synthesize(g1.load(), seconds=10.0, fps=50.0))
+
+
+def _clip_from_synthetic(tmp: Path, change: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]) -> Path:
+    from tests.envs.motion_files import write_canonical
+
+    return write_canonical(tmp / "clip.npz", change({k: v.copy() for k, v in _synthetic().items()}))
+
+
+def _frames(a: dict[str, np.ndarray], rows: slice) -> dict[str, np.ndarray]:
+    return {k: v[rows] if k not in ("fps", "body_names") else v for k, v in a.items()}
+
+
+def _poke(a: dict[str, np.ndarray], key: str, value: float) -> dict[str, np.ndarray]:
+    a[key].reshape(-1)[7] = value
+    return a
+
+
+# (id, how the synthetic clip is changed, what the message must say)
+_BAD_REAL_CLIPS = [
+    ("fps stored as text", lambda a: {**a, "fps": np.array(["50"])}, ("fps: holds text",)),
+    ("complex joint_pos", lambda a: {**a, "joint_pos": a["joint_pos"].astype(complex)}, ("joint_pos: holds complex numbers",)),
+    ("joint_pos as text", lambda a: {**a, "joint_pos": a["joint_pos"].astype(str)}, ("joint_pos: holds text",)),
+    ("a NaN in joint_vel (stored only)", lambda a: _poke(a, "joint_vel", np.nan), ("joint_vel: 1 non-finite value",)),
+    ("an inf in body_pos_w (stored only)", lambda a: _poke(a, "body_pos_w", np.inf), ("body_pos_w: 1 non-finite value",)),
+    ("two frames", lambda a: _frames(a, slice(0, 2)), ("2 frame(s) at fps=50", "under the 1 s a clip needs")),
+    ("sped up 10x (every 10th frame, fps unchanged)", lambda a: _frames(a, slice(None, None, 10)),
+     ("joint_vel: the stored rates are", "not 50", "--fps")),
+]
+for _id, _change, _says in _BAD_REAL_CLIPS:
+    def _bad_real_clip(tmp, change=_change, says=_says):
+        p = _clip_from_synthetic(tmp, change)
+        return _train(tmp, f"task.motion_file={p}", task="g1_motion_tracking"), (f"task.motion_file={p}", *says)
+    c(f"clip: {_id}")(_bad_real_clip)
+
+
+@c("clip: a CSV without the root columns")
+def _(tmp):
+    p = tmp / "joints.csv"
+    np.savetxt(p, _synthetic()["joint_pos"][:100], delimiter=",")
+    return _train(tmp, f"task.motion_file={p}", task="g1_motion_tracking"), (
+        f"task.motion_file={p}", "columns 1-7", "the root columns are missing")
 
 
 # -- resume: the checkpoint is readable and this run can continue it (the cause first)
@@ -443,6 +519,35 @@ def _(tmp):
     return ["metrics", str(run), "--last", "0"], ("--last",)
 
 
+@c("plot: a missing run directory")
+def _(tmp):
+    return ["plot", str(tmp / "gone")], (f"RUN_DIR={tmp / 'gone'}", "does not exist")
+
+
+@c("plot: a file, not a directory")
+def _(tmp):
+    (tmp / "afile").write_text("x")
+    return ["plot", str(tmp / "afile")], (f"RUN_DIR={tmp / 'afile'}", "is not a directory")
+
+
+@c("plot: a directory without metrics.jsonl")
+def _(tmp):
+    (tmp / "empty").mkdir()
+    return ["plot", str(tmp / "empty")], (f"RUN_DIR={tmp / 'empty'}", "has no metrics.jsonl")
+
+
+@c("plot: metrics.jsonl without rows")
+def _(tmp):
+    run = _metrics_run(tmp, body=b"")
+    return ["plot", str(run)], (f"RUN_DIR={run}", "no rows yet")
+
+
+@c("plot: a malformed line before the last")
+def _(tmp):
+    run = _metrics_run(tmp, body=b'{"iteration": 1}\n{oops\n{"iteration": 3}\n')
+    return ["plot", str(run)], ("metrics.jsonl:2",)
+
+
 @c("motion synth: an unwritable path")
 def _(tmp):
     return ["motion", "synth", "/proc/duorl/clip.npz"], ("OUT.npz=/proc/duorl/clip.npz", "cannot be written")
@@ -458,6 +563,58 @@ def _(tmp):
 def _(tmp):
     (tmp / "afile").write_text("x")
     return ["motion", "synth", str(tmp / "afile" / "clip.npz")], (str(tmp / "afile"), "is a file")
+
+
+@c("motion import: OUT.npz is SRC")
+def _(tmp):
+    p = _clip_from_synthetic(tmp, lambda a: a)
+    return ["motion", "import", str(p), str(p)], (f"OUT.npz={p}", "is SRC itself")
+
+
+@c("motion import: OUT.npz is SRC by another path")
+def _(tmp):
+    p = _clip_from_synthetic(tmp, lambda a: a)
+    (tmp / "sub").mkdir()
+    return ["motion", "import", str(p), str(tmp / "sub" / ".." / p.name)], ("is SRC itself",)
+
+
+@c("motion import: an unwritable OUT.npz")
+def _(tmp):
+    p = _clip_from_synthetic(tmp, lambda a: a)
+    return ["motion", "import", str(p), "/proc/duorl/out.npz"], ("OUT.npz=/proc/duorl/out.npz", "cannot be written")
+
+
+@c("motion inspect: an unwritable --plot")
+def _(tmp):
+    p = _clip_from_synthetic(tmp, lambda a: a)
+    return ["motion", "inspect", str(p), "--plot", "/proc/duorl/clip.png"], ("--plot=/proc/duorl/clip.png", "cannot be written")
+
+
+@c("play: --video to an unwritable path")
+def _(tmp):
+    run = _checkpoint_run(tmp)
+    return ["play", str(run), "--video", "/proc/duorl/v.mp4"], ("--video=/proc/duorl/v.mp4", "cannot be written")
+
+
+@c("memory: an actor 99,999,999 wide")
+def _(tmp):
+    return _train(tmp, "algo.actor_hidden_dims=[99999999]"), ("the networks", "algo.actor_hidden_dims=[99999999]")
+
+
+@c("bench dp: --devices 0,1 without those GPUs")
+def _(tmp):
+    return ["bench", "dp", "--sim", "mujoco", "--devices", "0,1"], ("--devices=0,1", "training.devices=[0]", "no CUDA")
+
+
+@c("bench mps: no MPS daemon")
+def _(tmp):
+    os.environ["CUDA_MPS_PIPE_DIRECTORY"] = str(tmp / "no-mps")  # no daemon there, on any machine
+    return ["bench", "mps", "--sim", "mujoco"], ("the mps run cannot start", "CUDA MPS requested")
+
+
+@c("bench: an unwritable --out")
+def _(tmp):
+    return ["bench", "learner", "--out", "/proc/duorl/out.json"], ("--out=/proc/duorl/out.json", "cannot be written")
 
 
 @c("assets: --wheel names a missing file")
@@ -499,7 +656,7 @@ def _files(root: Path) -> set[str]:
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     monkeypatch.setattr(devices, "cuda_device_count", lambda: 0)  # the same cases on a GPU machine
     monkeypatch.chdir(tmp_path)  # a default run directory would appear here
-    saved = {var: os.environ.get(var) for var in ("DUORL_G1_XML", "DUORL_CACHE_DIR")}  # cases may set these
+    saved = {var: os.environ.get(var) for var in ("DUORL_G1_XML", "DUORL_CACHE_DIR", "CUDA_MPS_PIPE_DIRECTORY")}  # cases may set these
     yield
     for var, value in saved.items():
         if value is None:
@@ -531,6 +688,30 @@ def test_bad_input_is_refused_before_anything_is_built(case: Case, tmp_path: Pat
         assert name in err, (name, err)
     assert _files(tmp_path) == before, "a refusal left files behind"
     assert "run directory" not in out
+
+
+@pytest.mark.parametrize("how", ["adapter missing", "mjlab missing", "unknown id", "--sim mujoco"])
+def test_mjlab_tasks_are_refused_before_anything_is_built(how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The mjlab: cases, with a stand-in for duorl.envs.mjlab (mjlab itself may be installed or not)."""
+    from tests.envs.fake_tasks import fake_mjlab_module
+
+    module = None if how == "adapter missing" else fake_mjlab_module([], installed=how != "mjlab missing")
+    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", module)
+    task = "mjlab:Mjlab-Cartpole-Swingap" if how == "unknown id" else "mjlab:Mjlab-Cartpole-Swingup"
+    argv = _train(tmp_path, task=task)
+    argv[argv.index("--sim") + 1] = "mujoco" if how == "--sim mujoco" else "mjwarp"
+    names = {"adapter missing": ("pip install 'duorl[mjlab]'",), "mjlab missing": ("pip install 'duorl[mjlab]'",),
+             "unknown id": (f"task.name={task}", "closest: mjlab:Mjlab-Cartpole-Swingup"),
+             "--sim mujoco": ("sim.name=mujoco", "always steps MuJoCo Warp", "--sim mjwarp")}[how]
+    before = _files(tmp_path)
+    capsys.readouterr()
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Fix: " in err, err
+    for name in names:
+        assert name in err, (name, err)
+    assert _files(tmp_path) == before and "run directory" not in out
 
 
 def test_a_torn_last_line_is_skipped_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

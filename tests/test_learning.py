@@ -26,6 +26,7 @@ FLASH_LR_DECAY_UPDATES = 1100 * 8
 
 
 @pytest.mark.slow
+@pytest.mark.learning_run
 def test_sac_learns_pendulum_swingup(tmp_path):
     run = tmp_path / "learn"
     cmd = [
@@ -55,6 +56,7 @@ def test_sac_learns_pendulum_swingup(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.learning_run
 @pytest.mark.parametrize("algo", ["flashsac", "warpsac"])
 def test_flash_algorithms_learn_pendulum_swingup(tmp_path, algo):
     """FlashSAC and WarpSAC (age-biased replay) on the same task, budget and threshold as SAC, with the

@@ -8,7 +8,7 @@
 set -uo pipefail
 out=${1:?OUT_DIR}; shift
 parts=${*:-learner dp mps}
-source "$(dirname "$0")/../device_env.sh"
+source "$(dirname "$0")/../scripts/device_env.sh"
 record_device "$out"
 for part in $parts; do
   case $part in

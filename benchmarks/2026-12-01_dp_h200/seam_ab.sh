@@ -6,7 +6,7 @@
 #   bash benchmarks/2026-12-01_dp_h200/seam_ab.sh OUT_DIR [ROUNDS]
 set -uo pipefail
 out=${1:?OUT_DIR}; rounds=${2:-1}
-source "$(dirname "$0")/../device_env.sh"
+source "$(dirname "$0")/../scripts/device_env.sh"
 record_device "$out"
 new=$PYTHONPATH
 for r in $(seq 1 "$rounds"); do

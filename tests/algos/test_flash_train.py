@@ -16,6 +16,7 @@ FLASH_TINY = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["flashsac", "warpsac"])
 def test_flash_algorithms_train_in_the_duo(tmp_path, algo: str) -> None:
     run = tmp_path / algo

@@ -1,6 +1,7 @@
 """Post-train export (ONNX + safetensors) and `duorl play` on a run of the small task."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -20,6 +21,7 @@ def run(tmp_path_factory):
     return run_dir
 
 
+@pytest.mark.slow
 def test_onnx_policy_matches_torch(run):
     import onnxruntime as ort
     from safetensors.torch import load_file
@@ -44,6 +46,7 @@ def test_onnx_policy_matches_torch(run):
     np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_play_prints_evaluation_metrics(run):
     cmd = [sys.executable, "-m", "duorl", "play", str(run), "--episodes", "3", "--json"]
     r1 = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -57,17 +60,44 @@ def test_play_prints_evaluation_metrics(run):
     assert table.returncode == 0 and "return       mean" in table.stdout
 
 
+@pytest.mark.slow
 def test_play_video_without_gl_is_a_clear_message(run, tmp_path):
     env = {"MUJOCO_GL": "egl", "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:  # the tree under test, not whatever the interpreter has installed
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     r = subprocess.run(
         [sys.executable, "-m", "duorl", "play", str(run), "--episodes", "1", "--video", str(tmp_path / "v.mp4")],
         capture_output=True, text=True, timeout=120, env=env,
     )
     if r.returncode == 0:  # a machine with a working GL backend records the video
         assert (tmp_path / "v.mp4").stat().st_size > 0
-    else:
-        assert r.returncode == 1 and "OpenGL" in r.stderr and "Traceback" not in r.stderr
-        assert "return       mean" in r.stdout  # the evaluation still ran
+    else:  # refused before any episode: nothing played, nothing written
+        assert r.returncode == 2 and "OpenGL" in r.stderr and "Traceback" not in r.stderr
+        assert r.stdout == "" and not (tmp_path / "v.mp4").exists()
+
+
+@pytest.mark.parametrize("video", ["gl", "/proc/duorl/v.mp4"])
+def test_play_video_is_checked_before_any_episode(run, tmp_path, monkeypatch, capsys, video):
+    """Without OpenGL (faked: this machine may have it) or with an unwritable path, play refuses (exit 2)
+    before it builds an env or plays an episode."""
+    import duorl.cli.play as play
+    import duorl.envs.registry as registry
+    from duorl.cli.main import main
+
+    def no_gl(*_a, **_k):
+        raise play.PlayError("--video: MuJoCo's renderer needs an OpenGL backend, and none works here. Fix: ...")
+
+    def no_envs(*_a, **_k):
+        raise AssertionError("an env was built before the video was checked")
+
+    monkeypatch.setattr(play, "_renderer", no_gl)
+    monkeypatch.setattr(registry, "make_vec_env", no_envs)
+    out = str(tmp_path / "v.mp4") if video == "gl" else video
+    assert main(["play", str(run), "--episodes", "1", "--video", out]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert ("OpenGL" if video == "gl" else "--video=/proc/duorl/v.mp4: cannot be written") in captured.err
+    assert not (tmp_path / "v.mp4").exists()
 
 
 def test_play_rejects_a_directory_that_is_no_run(tmp_path):
@@ -75,6 +105,7 @@ def test_play_rejects_a_directory_that_is_no_run(tmp_path):
     assert r.returncode == 2 and "not a duorl run directory" in r.stderr
 
 
+@pytest.mark.slow
 def test_play_reports_the_task_metrics_of_the_deterministic_policy(tmp_path):
     """g1_walk_flat's diagnostics (velocity errors, each reward term's share) come out of `duorl play`
     as means over every step: 3-step episodes that all last, so the shares add up to return / length."""

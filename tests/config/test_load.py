@@ -42,7 +42,7 @@ def test_shipped_pendulum_defaults() -> None:
 
 
 def test_shipped_g1_walk_defaults() -> None:
-    """g1_walk_flat ships the settings that walked on the H200 (benchmarks/..._15min_low_entropy/): the
+    """g1_walk_flat ships the settings that walked on the H200 (benchmarks/2026-11-29_g1_walk_fastsac_h200_15min_low_entropy/): the
     published FastSAC G1 action range, a target entropy of -2.0 per action dimension for sac and a target
     std of 0.03 for flashsac and warpsac, which also run 50000 iterations;
     the tracking task uses the same range (issue 22: under pd real clips need |action| up to 4-6), and a
@@ -124,7 +124,8 @@ def test_missing_task_yaml_is_fine(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 @pytest.mark.parametrize("path", sorted(DEFAULTS_DIR.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_shipped_yaml_matches_the_schema(path: Path) -> None:
-    data = yaml.safe_load(path.read_text())
+    # an algo YAML with a base: is read on top of the file it names
+    data = load_mod.read_algo_yaml(path.stem) if path.parent.name == "algo" else yaml.safe_load(path.read_text())
     by_name = data.pop("algo_by_name", {}) or {}
     merged = OmegaConf.merge(OmegaConf.structured(Config), data)
     for section in by_name.values():
@@ -135,9 +136,31 @@ def test_every_shipped_yaml_matches_the_schema(path: Path) -> None:
 
 def test_placeholder_algo_yaml_settings(tmp_path: Path) -> None:
     for name in ("flashsac", "warpsac"):
-        data = yaml.safe_load((DEFAULTS_DIR / "algo" / f"{name}.yaml").read_text())
+        data = load_mod.read_algo_yaml(name)
         assert data["training"]["num_envs"] == 1024
         assert (data["algo"]["batch_size"], data["algo"]["updates_per_step"], data["algo"]["policy_frequency"]) == (2048, 2, 2)
+
+
+def test_warpsac_yaml_holds_only_what_differs_from_flashsac() -> None:
+    """warpsac.yaml amends flashsac.yaml (base: flashsac): every flashsac setting is inherited, and the file
+    itself sets nothing flashsac.yaml already sets to the same value."""
+    own = yaml.safe_load((DEFAULTS_DIR / "algo" / "warpsac.yaml").read_text())
+    flash = load_mod.read_algo_yaml("flashsac")
+    assert own.pop("base") == "flashsac"
+    repeated = [f"{section}.{k}" for section, keys in own.items() for k, v in keys.items()
+                if flash.get(section, {}).get(k) == v]
+    assert not repeated, f"warpsac.yaml repeats flashsac.yaml: {repeated}"
+    warp = load_mod.read_algo_yaml("warpsac")
+    assert {k: v for k, v in warp["algo"].items() if k in flash["algo"] and k != "name"} == \
+        {k: v for k, v in flash["algo"].items() if k != "name"}
+    assert (warp["algo"]["name"], warp["algo"]["decay_step"]) == ("warpsac", 512)
+
+
+def test_an_algo_base_must_name_another_algorithm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "sac.yaml").write_text("base: sac\nalgo: {name: sac}\n")
+    monkeypatch.setattr(load_mod, "algo_yaml", lambda name: tmp_path / f"{name}.yaml")
+    e = _error([])
+    assert e.key == "base" and "another algorithm" in str(e)
 
 
 # --- sim / algo / task names -----------------------------------------------------------------------

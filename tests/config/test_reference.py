@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from duorl.config.catalog import available_tasks, yaml_task_names
+from duorl.config.catalog import yaml_task_names
 from duorl.config.keys import describe
 from duorl.config.load import config_to_dict, resolve_config
 from duorl.config.reference import REGENERATE, markdown, resolved_yaml
@@ -40,15 +40,14 @@ def test_the_page_has_one_row_per_key_with_its_default_and_meaning() -> None:
     assert "`64`" in num_envs and "sac.yaml: 4096" in num_envs and "pendulum_swingup: 16" in num_envs
 
 
-def test_allowed_values_come_from_the_validators_tables() -> None:
+def test_allowed_values_come_from_the_schema_settings() -> None:
     info = describe()
     assert info["algo.batch_size"].allowed == ">= 1" and info["algo.actor_lr"].allowed == "> 0"
     assert info["task.action_range"].allowed == "pd, joint_limits"
     assert info["task.penalty_curriculum"].allowed == "null, ppo, fastsac, off"
     assert info["sim.tick_cuda_graph"].allowed == "null, true, false"
-    # task.name lists the task YAMLs (cheap) rather than importing the envs registry: the same set
-    assert yaml_task_names() == available_tasks()
-    assert info["task.name"].allowed == ", ".join(available_tasks())
+    # task.name: the builtin tasks (those with a task YAML), then the other sources (envs/task_sources.py)
+    assert info["task.name"].allowed.startswith(", ".join(yaml_task_names()) + "; an entry point of duorl.tasks")
 
 
 @pytest.mark.parametrize("algo", ["sac", "flashsac"])
@@ -68,3 +67,23 @@ def test_sim_picked_for_the_machine_is_auto() -> None:
     assert sources["sim.name"] == "auto"
     _, sources = resolve_config("sac", "pendulum_swingup", None, ["sim.name=mujoco"])
     assert sources["sim.name"] == "override"
+
+
+def test_keys_shows_the_defaults_runs_start_from() -> None:
+    """`duorl config --keys`: a key the shipped YAMLs set differently per task shows `per task` and each
+    task's value, not the schema default no built-in run starts from."""
+    from duorl.config.reference import keys_text
+
+    lines = {line.split()[0]: line for line in keys_text().splitlines()}
+    assert "str = per task" in lines["task.action_range"]
+    assert "per task: g1_motion_tracking, g1_walk_flat joint_limits; pendulum_swingup pd" in lines["task.action_range"]
+    # each group 'task, task value' holds what those tasks resolve to
+    detail = lines["task.action_range"].rsplit("(per task: ", 1)[1].rstrip(")")
+    shown = {t: group.rsplit(" ", 1)[1] for group in detail.split("; ") for t in group.rsplit(" ", 1)[0].split(", ")}
+    assert set(shown) == set(yaml_task_names())
+    for algo in ("sac", "flashsac", "warpsac"):
+        for task in yaml_task_names():
+            assert resolve_config(algo, task, "mujoco", [])[0].task.action_range == shown[task]
+    # keys every built-in run starts from the schema default keep it
+    assert "int = 1 " in lines["training.seed"] and "(per" not in lines["training.seed"]
+    assert "per algo: sac 0.001; flashsac, warpsac 0.0" in lines["algo.weight_decay"]

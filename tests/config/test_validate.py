@@ -165,8 +165,39 @@ def test_boundary_values_are_accepted() -> None:
     cfg = load_config(ALGO, TASK, "mujoco", [
         "algo.updates_per_step=1", "algo.learning_starts=0", "algo.tau=1", "algo.num_atoms=2",
         "training.seed=0", "sim.nthread=0", "algo.buffer_size=8", "training.env_steps_per_sync=4",
+        "algo.batch_size=128",  # = algo.buffer_size * training.num_envs (16 on the pendulum): one batch fits
     ])
     assert cfg.algo.tau == 1.0 and cfg.algo.buffer_size == 8
+
+
+def test_a_ring_smaller_than_one_batch_is_refused_naming_both_keys() -> None:
+    # the pendulum runs 16 envs: 8 ticks hold 128 transitions, one batch of 256 does not fit
+    e = _error(["algo.buffer_size=8", "algo.batch_size=256"])
+    assert e.key == "algo.buffer_size" and "algo.batch_size=256" in str(e) and "training.num_envs" in str(e)
+    assert "algo.buffer_size=16" in e.fix and "algo.batch_size to 128" in e.fix
+    assert load_config(ALGO, TASK, "mujoco", ["algo.buffer_size=16", "algo.batch_size=256"]).algo.buffer_size == 16
+
+
+DP_KEYS = ["training.dp_gradient_wire_dtype=bfloat16", "training.dp_timeout_s=60",
+           "training.dp_startup_timeout_s=60", "algo.algo_params.dp_whole_cycle_cuda_graph=false"]
+
+
+@pytest.mark.parametrize("override", DP_KEYS)
+def test_data_parallel_keys_on_one_device_are_refused(override: str) -> None:
+    from duorl.config.switches import data_parallel_enabled
+    from duorl.config.validate import check_data_parallel_keys
+
+    key = override.split("=", 1)[0]
+    cfg = load_config(ALGO, TASK, "mujoco", ["training.devices=[cpu]", override])
+    assert not data_parallel_enabled(cfg, launched_rank=False)
+    with pytest.raises(ConfigError) as info:
+        check_data_parallel_keys(cfg, data_parallel=False)
+    assert info.value.key == key and "data parallel" in info.value.fix
+    # the same key on a data-parallel run (world size 1 included), or at its default, is fine
+    for extra in (["training.data_parallel=true"], ["training.devices=[cpu,cpu]"]):
+        cfg = load_config(ALGO, TASK, "mujoco", ["training.devices=[cpu]", override, *extra])
+        check_data_parallel_keys(cfg, data_parallel_enabled(cfg, launched_rank=False))
+    check_data_parallel_keys(load_config(ALGO, TASK, "mujoco", []), data_parallel=False)
 
 
 # --- devices --------------------------------------------------------------------------------------
@@ -228,19 +259,12 @@ def test_validate_returns_the_config() -> None:
     assert validate(cfg) is cfg
 
 
-def test_task_names_fall_back_to_yaml_without_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "duorl.envs.registry", None)  # import raises ModuleNotFoundError
-    assert available_tasks() == yaml_task_names()
-    assert "pendulum_swingup" in available_tasks()
+def test_task_names_are_the_builtin_and_entry_point_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from duorl.envs import task_sources
 
-
-def test_task_names_come_from_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = types.ModuleType("duorl.envs.registry")
-    fake.TASKS = ("b_task", "a_task")  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "duorl.envs.registry", fake)
-    assert available_tasks() == ["a_task", "b_task"]
-    e = _error([], task=TASK)
-    assert e.key == "task.name" and "a_task, b_task" in e.allowed
+    assert set(yaml_task_names()) <= set(available_tasks())
+    monkeypatch.setattr(task_sources, "_entry_points", lambda: {"b_task": [], "a_task": []})
+    assert available_tasks() == sorted(["a_task", "b_task", *yaml_task_names()])
 
 
 def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -267,3 +291,14 @@ def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyP
     assert called == []
     assert main(["train", "--sim", "mujoco", "algo.max_iterations=7"]) == 0
     assert len(called) == 1 and isinstance(called[0], Config) and called[0].algo.max_iterations == 7
+
+
+def test_config_command_refuses_data_parallel_keys_on_one_device() -> None:
+    """`duorl config` runs the same check as `duorl train`."""
+    from duorl.config.reference import resolved_listing
+
+    with pytest.raises(ConfigError) as info:
+        resolved_listing(ALGO, TASK, "mujoco", ["training.dp_timeout_s=60"])
+    assert info.value.key == "training.dp_timeout_s"
+    assert "dp_timeout_s: 60.0" in resolved_listing(ALGO, TASK, "mujoco", ["training.dp_timeout_s=60",
+                                                                            "training.devices=[cpu,cpu]"])

@@ -36,7 +36,7 @@ PRELUDE = textwrap.dedent(
     import torch, torch.distributed as dist
     from duorl.distributed.grad_sync import AllReduceSynchronizer
     from duorl.gpu.graphs import GraphCaptureError, WholeCycleGraph
-    from tests.test_graphs_cuda import _pair, _params, _assert_bitwise, ITERATIONS
+    from tests.gpu.test_graphs_cuda import _pair, _params, _assert_bitwise, ITERATIONS
 
     store = tempfile.mkdtemp()
     dist.init_process_group("nccl", init_method=f"file://{store}/s", rank=0, world_size=1,

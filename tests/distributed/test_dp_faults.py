@@ -23,6 +23,7 @@ def _fault(tmp_path, name: str):
     return run_dir, proc, s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", ["collector", "learner"])
 def test_killing_rank_1s_part_ends_the_run_naming_it(tmp_path, part):
     run_dir, proc, s = _fault(tmp_path, part)
@@ -47,6 +48,7 @@ def test_killing_rank_1s_part_ends_the_run_naming_it(tmp_path, part):
         kill_group(proc)
 
 
+@pytest.mark.slow
 def test_sigint_to_the_launcher_stops_every_rank_with_a_final_checkpoint(tmp_path):
     run_dir, proc, s = _fault(tmp_path, "sigint")
     try:

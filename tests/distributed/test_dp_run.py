@@ -43,6 +43,7 @@ def _check_agreement(run_dir) -> dict:
     return s
 
 
+@pytest.mark.slow
 def test_two_cpu_ranks_train_one_policy_launcher_torchrun_and_resume_agree(tmp_path):
     launched, torchrun, first, resumed = (tmp_path / n for n in ("launcher", "torchrun", "first", "resumed"))
     r = run(launcher_cmd(launched, *COMMON))
@@ -88,6 +89,7 @@ def test_two_cpu_ranks_train_one_policy_launcher_torchrun_and_resume_agree(tmp_p
         load_resume(str(first), config_to_dict(cfg), (), world_size=1)
 
 
+@pytest.mark.slow
 def test_two_nodes_on_loopback_train_and_agree(tmp_path):
     """Two torchrun processes with c10d rendezvous on 127.0.0.1, one rank each."""
     port = free_port()
@@ -102,6 +104,7 @@ def test_two_nodes_on_loopback_train_and_agree(tmp_path):
     assert_all_gone(run_pids(s))
 
 
+@pytest.mark.slow
 def test_ranks_with_different_configs_are_refused_before_any_collector(tmp_path):
     """torchrun with a different override on one node: one clear error, exit 2, no run directory."""
     port = free_port()

@@ -201,6 +201,7 @@ def _lockstep_reference(kind: str) -> list:
     return learners
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sac", "flashsac"])
 def test_ranks_agree_with_each_other_and_with_the_lockstep_reference(tmp_path, kind):
     out = _spawn(kind, tmp_path)
@@ -254,6 +255,7 @@ def _wire_worker(rank: int, out: str) -> None:
                 "layout": sync.layout()}, os.path.join(out, f"rank{rank}.pt"))
 
 
+@pytest.mark.slow
 def test_bf16_wire_math_against_a_plain_reference(tmp_path):
     out = _spawn("wire", tmp_path)
     results = [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(WORLD)]
@@ -318,6 +320,7 @@ def _trained_state(learner) -> dict:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sac", "flashsac"])
 def test_a_nan_on_rank_1_skips_the_update_on_every_rank(tmp_path, kind):
     out = _spawn(f"skip-{kind}", tmp_path)

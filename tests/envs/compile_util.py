@@ -4,7 +4,7 @@ Trajectories of a compiled and a plain env drift apart in contact-rich tasks: fl
 in the last bit, and a foot touching down one substep earlier turns that into a different velocity
 (measured with MuJoCo Warp's float32 physics on the CPU: g1_motion_tracking, one env of 32 differed by
 0.14 in its final joint-velocity observation after 5 steps, with all states at most 4e-5 apart before
-that step: benchmarks/compile_divergence_cpu.py). So
+that step: benchmarks/scripts/compile_divergence_cpu.py). So
 correctness of the compiled code is checked step by step: snapshot the env, run the compiled pieces,
 restore the snapshot, run the plain pieces, compare outputs and resulting states, and continue from the
 plain result. Nothing accumulates; each comparison is one step's tensor code from one state.

@@ -18,7 +18,8 @@ def _env(task: str, compile: bool, n: int = 8, max_steps: int = 25):
     return env, env.reset()
 
 
-@pytest.mark.parametrize("task,steps", [("pendulum_swingup", 60), ("g1_walk_flat", 30)])
+@pytest.mark.parametrize("task,steps", [("pendulum_swingup", 60),
+                                        pytest.param("g1_walk_flat", 30, marks=pytest.mark.slow)])
 def test_compiled_step_matches_the_plain_step(task, steps):
     plain, obs0 = _env(task, compile=False)
     fused, obs1 = _env(task, compile=True)
@@ -40,6 +41,7 @@ def test_compiled_step_matches_the_plain_step(task, steps):
     assert torch.equal(plain.generator.get_state(), fused.generator.get_state())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["g1_motion_tracking"])
 def test_compiled_step_matches_the_plain_step_from_the_same_state(task):
     """Each step's compiled pieces against the plain ones from one snapshot (tests/envs/compile_util.py):
@@ -53,6 +55,7 @@ def test_compiled_step_matches_the_plain_step_from_the_same_state(task):
     assert done >= 2 * env.num_envs  # two rounds of auto-resets were compared too
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["g1_walk_flat", "g1_motion_tracking"])
 def test_g1_step_tensor_code_traces_without_graph_breaks(task):
     env, _ = _env(task, compile=False, n=4)
@@ -71,7 +74,8 @@ def test_g1_step_tensor_code_traces_without_graph_breaks(task):
         assert e.op_count > 10, name  # the work is inside the one graph
 
 
-@pytest.mark.parametrize("task", ["pendulum_swingup", "g1_walk_flat", "g1_motion_tracking"])
+@pytest.mark.parametrize("task", ["pendulum_swingup", *(pytest.param(t, marks=pytest.mark.slow)
+                                                         for t in ("g1_walk_flat", "g1_motion_tracking"))])
 def test_the_whole_step_tensor_code_is_one_graph(task):
     """Both compiled pieces of a step, the one after the physics with its advance() and resets included,
     trace as single graphs: the step's random numbers come in as one tensor (envs.base.Uniforms), so no

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from duorl import cli
+from duorl.cli import main as cli
 from duorl.config.errors import ConfigError
 from duorl.envs.g1 import assets
 

@@ -1,4 +1,4 @@
-"""The G1 training model (published facts of DESIGN.md §7) and the torch forward kinematics."""
+"""The G1 training model (published facts of docs/design.md §7) and the torch forward kinematics."""
 
 import math
 
@@ -11,7 +11,7 @@ from duorl.envs import quat as Q
 from duorl.envs.g1 import model as g1
 from duorl.envs.kinematics import BodyKinematics
 
-# DESIGN.md §7: armature, kp, kd, effort per joint group
+# docs/design.md §7: armature, kp, kd, effort per joint group
 TABLE = {
     "left_elbow_joint": (0.00361, 14.25, 0.907, 25), "right_shoulder_pitch_joint": (0.00361, 14.25, 0.907, 25),
     "left_shoulder_roll_joint": (0.00361, 14.25, 0.907, 25), "right_shoulder_yaw_joint": (0.00361, 14.25, 0.907, 25),

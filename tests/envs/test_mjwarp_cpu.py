@@ -34,6 +34,7 @@ def test_state_views_are_float32_cpu(warp_env):
     assert b.qpos.dtype == torch.float32 and b.qpos.device == torch.device("cpu")
 
 
+@pytest.mark.slow
 def test_matches_mujoco_backend(warp_env):
     """Same seed and actions: the two backends follow the same trajectory (float32 vs float64),
     through two auto-resets."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duorl import cli
+from duorl.cli import main as cli
 from duorl.config.errors import ConfigError
 from duorl.config.schema import TaskConfig
 from duorl.envs.g1 import model as g1
@@ -138,7 +138,45 @@ MISTAKES = [
     ("terrain clip: floating", lambda p, a, b: write_csv(p / "x.csv", _lift(a, 0.3)), "error", "more than 5 cm above the floor"),
     ("terrain clip: below the floor", lambda p, a, b: write_csv(p / "x.csv", _lift(a, -0.08)), "error", "cm below the floor"),
     ("feet 2 cm in the floor", lambda p, a, b: write_csv(p / "x.csv", _lift(a, -0.02)), "warning", "the floor will push the robot out"),
+    # issue 31: a clip sped up by dropping frames, fps unchanged: the stored rates fit about a tenth of it
+    ("sped up 10x, holosoma", lambda p, a, b: write_holosoma(p / "x.npz", _every(b[0.0], 10)), "error", "fps, not 50"),
+    ("sped up 3x, canonical", lambda p, a, b: write_canonical(p / "x.npz", _every(b[3.0], 3)), "error", "fps, not 50"),
+    ("fps as text", lambda p, a, b: write_canonical(p / "x.npz", mutate(a, fps=np.array(["50"]))), "error", "fps: holds text"),
+    ("fps as bytes", lambda p, a, b: write_canonical(p / "x.npz", mutate(a, fps=np.array([b"50"]))), "error", "fps: holds bytes"),
+    ("complex joint_pos", lambda p, a, b: write_canonical(p / "x.npz", mutate(a, joint_pos=a["joint_pos"] + 0j)),
+     "error", "joint_pos: holds complex numbers"),
+    ("a NaN in body_ang_vel_w only", lambda p, a, b: write_canonical(p / "x.npz", _nan(a, "body_ang_vel_w", 40)),
+     "error", "body_ang_vel_w: 1 non-finite value(s) (nan or inf) in 1 frame(s), the first at frame 40"),
+    ("a NaN in holosoma's joint_vel", lambda p, a, b: write_holosoma(p / "x.npz", _nan(a, "joint_vel", 3)),
+     "error", "joint_vel: 1 non-finite value"),
+    ("an inf in a CSV row", lambda p, a, b: write_csv(p / "x.csv", _nan(a, "joint_pos", 5, np.inf)), "error", "(rows): 1 non-finite"),
+    ("a clip of 0.5 s", lambda p, a, b: write_canonical(p / "x.npz", _first(a, 26)), "error", "under the 1 s a clip needs"),
+    ("a CSV of the joints alone", lambda p, a, b: _joints_csv(p / "x.csv", a, header=False), "error", "the root columns are missing"),
+    ("a CSV header of the joints alone", lambda p, a, b: _joints_csv(p / "x.csv", a, header=True), "error",
+     "the header names joints in the first 7 columns"),
 ]
+
+
+def _every(a, k):
+    """Every k-th frame, the stated fps kept: the clip plays k times faster than it was recorded."""
+    return {key: v[::k] if key not in ("fps", "body_names") else v for key, v in a.items()}
+
+
+def _first(a, n):
+    return {key: v[:n] if key not in ("fps", "body_names") else v for key, v in a.items()}
+
+
+def _nan(a, key, frame, value=np.nan):
+    out = mutate(a)
+    out[key][frame].reshape(-1)[0] = value
+    return out
+
+
+def _joints_csv(path, a, header):
+    names = ",".join(g1.JOINT_NAMES) if header else ""
+    np.savetxt(path, a["joint_pos"], delimiter=",", header=names, comments="")
+    path.write_text(path.read_text().lstrip("\n"))
+    return path
 
 
 def _rename(path):
@@ -235,3 +273,23 @@ def test_inspect_reports_and_plots(arrays, tmp_path, capsys):
     assert cli.main(["motion", "inspect", str(bad), "--fps", "50"]) == 2
     captured = capsys.readouterr()
     assert "verdict: not usable" in captured.out and "above the floor" in captured.err
+
+
+def test_the_stored_rates_of_an_honest_clip_fit_its_fps(arrays, model, tmp_path):
+    """The fps check's other side: the recorded clip in every layout with stored rates fits its own rate."""
+    for path in (write_canonical(tmp_path / "c.npz", arrays), write_holosoma(tmp_path / "h.npz", arrays)):
+        rep, clip, msgs = findings(path, model)
+        assert clip is not None and not rep.errors, msgs
+        assert rep.stats["joint_vel_fps_fit"] == pytest.approx(50.0, rel=0.01)
+
+
+def test_import_never_writes_over_its_source(arrays, tmp_path, capsys):
+    src = write_holosoma(tmp_path / "h.npz", arrays)
+    before = src.read_bytes()
+    (tmp_path / "link.npz").symlink_to(src)
+    for out in (src, tmp_path / "sub" / ".." / "h.npz", tmp_path / "link.npz"):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        assert cli.main(["motion", "import", str(src), str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "is SRC itself" in err and err.count("\n") == 1
+    assert src.read_bytes() == before

@@ -6,7 +6,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from duorl import cli
+from duorl.cli import main as cli
 from duorl.envs.g1 import model as g1
 from duorl.envs.motion.clip import ARRAYS, load_clip, resample, save_clip
 from duorl.envs.motion.synth import synthesize

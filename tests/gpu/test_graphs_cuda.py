@@ -232,7 +232,7 @@ def test_capture_errors_are_actionable() -> None:
         from dataclasses import replace
         from duorl.algos.flashsac.learner import FlashSACLearner
         from duorl.gpu.graphs import GraphCaptureError, WholeCycleGraph
-        from tests.test_graphs_cuda import CONFIGS, SPEC, Replay
+        from tests.gpu.test_graphs_cuda import CONFIGS, SPEC, Replay
 
         class Syncing(FlashSACLearner):
             def train_iteration(self, sample, n):

@@ -111,6 +111,7 @@ def test_null_on_one_rank_and_mps_on_the_other_is_refused(tmp_path):
     assert not run_dir.exists()
 
 
+@pytest.mark.slow
 def test_per_rank_evidence_and_one_host_record_in_rank_0s_manifest(tmp_path):
     # the fake GPU "is" the CPU the collector reports having opened: the same-GPU check compares them
     hosts = [{"uuids": {"cuda:0": "cpu"}}] * 2

@@ -51,6 +51,7 @@ def test_mps_with_no_daemon_fails_closed_with_the_start_command(tmp_path, spies,
     assert spies == []
 
 
+@pytest.mark.slow
 def test_null_mode_records_itself_in_the_manifest(tmp_path):
     from tests.conftest import run_duorl
 

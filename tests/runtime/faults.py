@@ -8,7 +8,7 @@ says the process is in it. Each case checks: the exit within 30 s (SIGSTOP: with
 error names), the contract's exit code, the failing part named, no survivor (by PID), and every
 checkpoint left intact and loadable into a fresh learner.
 
-The runs are tiny CPU runs by default; the GPU script (benchmarks/fault_matrix.sh) sets
+The runs are tiny CPU runs by default; the GPU script (benchmarks/scripts/fault_matrix.sh) sets
 DUORL_FAULT_ARGS (the command line after `duorl train`) and the bounds through DUORL_FAULT_* variables.
 """
 

@@ -37,6 +37,7 @@ def _assert_bitwise_equal(a, b, path="learner"):
         assert a == b, path
 
 
+@pytest.mark.slow
 def test_weights_identical_whatever_process_is_slow(tmp_path):
     runs = {
         "plain": [],
@@ -57,12 +58,14 @@ def test_weights_identical_whatever_process_is_slow(tmp_path):
     _assert_bitwise_equal(states["plain"], states["slow_learner"])
 
 
+@pytest.mark.slow
 def test_learner_never_samples_rows_being_written(tmp_path):
-    # a ring of 6 ticks with 2 ticks per iteration wraps every 3 iterations
+    # a ring of 6 ticks with 2 ticks per iteration wraps every 3 iterations; 8 envs: one batch (32) fits
     r = run_duorl(
         tmp_path / "w",
         "algo.max_iterations=30",
         "algo.buffer_size=6",
+        "training.num_envs=8",
         "training.env_steps_per_sync=2",
         "algo.learning_starts=2",
         "debug.check_replay_window=true",
@@ -108,6 +111,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_killing_the_collector_fails_the_run_naming_it(tmp_path):
     proc = _start(tmp_path / "k")
     try:
@@ -143,6 +147,7 @@ def test_killing_the_learner_leaves_no_collector(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_sigint_exits_cleanly_with_a_loadable_checkpoint(tmp_path):
     proc = _start(tmp_path / "i")
     try:
@@ -177,6 +182,7 @@ def _tiny_algo() -> list[str]:
     return [o for o in TINY if o.startswith("algo.")]
 
 
+@pytest.mark.slow
 def test_a_g1_walk_run_logs_every_task_metric(tmp_path):
     """All 13 task diagnostics of g1_walk_flat cross the control block (task_metric_0..12) into
     metrics.jsonl, and the reward terms' contributions add up to the logged mean reward. With
@@ -200,3 +206,25 @@ def test_a_g1_walk_run_logs_every_task_metric(tmp_path):
     assert last["Eval/rew_alive"] == pytest.approx(10.0 * 0.02)
     # the default (ppo) schedule starts at 0.1 and shrinks by 0.025% a step while episodes are short
     assert 0.0995 < last["Task/penalty_scale"] < 0.1
+
+
+def test_one_count_of_env_steps_everywhere(tmp_path):
+    """Issue 31: "completed 20 iterations, 160 env steps" against 152 in the metrics and the plot title. The
+    collector is slowed so that it lags the learner's log: every count is iterations x
+    env_steps_per_sync x num_envs all the same (the final message, every metrics row, the periodic and
+    final checkpoints, the summary and the plot's title)."""
+    from duorl.telemetry.metrics_file import read_metrics
+    from duorl.telemetry.plots import title_lines
+
+    run = tmp_path / "run"
+    r = run_duorl(run, "training.num_envs=8", "training.env_steps_per_sync=2", "algo.max_iterations=10",
+                  "algo.save_interval=4", "debug.collector_delay_ms=40")
+    assert r.returncode == 0, r.stderr[-3000:]
+    steps = 10 * 2 * 8
+    assert f"completed 10 iterations, {steps} env steps" in r.stdout
+    rows = read_metrics(run / "metrics.jsonl")
+    assert [row["env_steps"] for row in rows] == [row["iteration"] * 2 * 8 for row in rows] and rows[-1]["iteration"] == 10
+    assert json.loads((run / "run_summary.json").read_text())["env_steps"] == steps
+    assert load_checkpoint(run / "checkpoints" / "iter_000004.pt")["header"]["env_steps"] == 4 * 2 * 8
+    assert load_checkpoint(latest_checkpoint(run))["header"]["env_steps"] == steps
+    assert f"10 it, {steps} env steps" in title_lines(run, rows, json.loads((run / "run_config.json").read_text()))[1]

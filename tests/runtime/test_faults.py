@@ -1,5 +1,5 @@
 """The fault matrix (tests/runtime/faults.py) with real processes. `make test` runs a representative
-subset; the whole matrix runs with DUORL_FAULT_MATRIX=1 (benchmarks/fault_matrix.sh, also on a GPU)."""
+subset; the whole matrix runs with DUORL_FAULT_MATRIX=1 (benchmarks/scripts/fault_matrix.sh, also on a GPU)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ DEFAULT = {
 FULL = os.environ.get("DUORL_FAULT_MATRIX") == "1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ALL_CASES, ids=[c.id for c in ALL_CASES])
 def test_fault(case: FaultCase, tmp_path) -> None:
     if case not in DEFAULT and not FULL:
-        pytest.skip("the full fault matrix: DUORL_FAULT_MATRIX=1 (benchmarks/fault_matrix.sh)")
+        pytest.skip("the full fault matrix: DUORL_FAULT_MATRIX=1 (benchmarks/scripts/fault_matrix.sh)")
     check_outcome(case, run_case(case, tmp_path))

@@ -24,6 +24,7 @@ FLASH = ["algo.actor_hidden_dim=16", "algo.critic_hidden_dim=16", "algo.actor_nu
 
 # flashsac adds reward scaling, a learning-rate schedule and held exploration noise (collector-side
 # state); warpsac its age-biased sampler
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["sac", "flashsac", "warpsac"])
 def test_resume_with_replay_is_bitwise_identical(tmp_path, algo):
     extra = FLASH if algo != "sac" else []
@@ -50,6 +51,7 @@ def test_resume_with_replay_is_bitwise_identical(tmp_path, algo):
     assert any(not torch.equal(mid[k], a["learner"]["critic"][k]) for k in mid)
 
 
+@pytest.mark.slow
 def test_resume_without_replay_refills_replay_first(tmp_path):
     first, resumed = tmp_path / "first", tmp_path / "resumed"
     r = run_duorl(first, f"algo.max_iterations={N}", *COMMON)
@@ -66,6 +68,7 @@ def test_resume_without_replay_refills_replay_first(tmp_path):
     assert any("Loss/critic" in row for row in rows)
 
 
+@pytest.mark.slow
 def test_incompatible_config_names_the_keys(tmp_path):
     first = tmp_path / "first"
     r = run_duorl(first, "algo.max_iterations=2", *COMMON)
@@ -76,6 +79,7 @@ def test_incompatible_config_names_the_keys(tmp_path):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_corrupt_checkpoint_is_a_clear_error_and_keeps_the_previous(tmp_path):
     first = tmp_path / "first"
     r = run_duorl(first, "algo.max_iterations=4", "algo.save_interval=2", *COMMON[2:])
@@ -93,11 +97,13 @@ def test_corrupt_checkpoint_is_a_clear_error_and_keeps_the_previous(tmp_path):
     assert load_checkpoint(tmp_path / "copy.pt")["header"]["iteration"] == 2
 
 
+@pytest.mark.slow
 def test_a_checkpoint_without_the_tasks_state_is_refused_early(tmp_path):
     """A checkpoint whose task state lacks an entry this version's task restores (written before the
     task kept it) stops the resume with the missing names, before any process is started."""
     first = tmp_path / "first"
-    r = run_duorl(first, "algo.max_iterations=2", "training.num_envs=2", *COMMON, task="g1_walk_flat")
+    # 2 envs x 8 ticks: a batch of 16 fits the ring
+    r = run_duorl(first, "algo.max_iterations=2", "training.num_envs=2", "algo.batch_size=16", *COMMON, task="g1_walk_flat")
     assert r.returncode == 0, r.stderr[-3000:]
     final = first / "checkpoints" / "final.pt"
     data = torch.load(final, weights_only=False)
@@ -105,7 +111,7 @@ def test_a_checkpoint_without_the_tasks_state_is_refused_early(tmp_path):
     del task_state["last_policy_action"], task_state["prev_policy_action"]
     old = tmp_path / "old.pt"
     torch.save(data, old)
-    r = run_duorl(tmp_path / "again", "algo.max_iterations=4", "training.num_envs=2", *COMMON,
+    r = run_duorl(tmp_path / "again", "algo.max_iterations=4", "training.num_envs=2", "algo.batch_size=16", *COMMON,
                   f"training.resume={old}", task="g1_walk_flat")
     assert r.returncode == 2, r.stderr[-3000:]
     assert "older duorl" in r.stderr and "last_policy_action, prev_policy_action" in r.stderr

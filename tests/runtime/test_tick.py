@@ -227,6 +227,7 @@ def test_wall_minutes_refusals(value):
         load_config("sac", "pendulum_swingup", "mujoco", [f"training.max_wall_minutes={value}"])
 
 
+@pytest.mark.slow
 def test_wall_limit_ends_a_run_as_completed_with_a_checkpoint(tmp_path):
     # 15 s, build included: on the 2-core VM with four processes at once the build alone took over 6 s
     run = tmp_path / "run"
@@ -277,6 +278,7 @@ def test_tick_has_no_host_sync_ops(task, algo):
     assert spy.seen == []
 
 
+@pytest.mark.slow
 def test_nan_guard_end_to_end_through_the_collector(tmp_path):
     """debug.nan_inject_step breaks env 0 at the collector's 6th env step: the run completes, counts the
     reset (Train/nan_resets), and the collector saves the first offending state once, to the run dir."""

@@ -59,7 +59,7 @@ class RewardObserver(Protocol):
 
 
 class GradientSynchronizer(Protocol):
-    """Where a learner's optimizer groups meet the other ranks (DESIGN.md §4).
+    """Where a learner's optimizer groups meet the other ranks (docs/design.md §4).
 
     The learner names its groups once (`attach`, stable names and parameter lists), then between
     backward and clip/step hands each group and its loss to `synchronize`, which may rewrite the

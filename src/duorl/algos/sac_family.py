@@ -14,6 +14,7 @@ from torch import nn
 from duorl.algos.base import Batch, GradientSynchronizer, NullSynchronizer
 from duorl.algos.capture import CycleCaptureMixin
 from duorl.config.switches import compile_enabled
+from duorl.gpu import torch_internals
 from duorl.gpu.compiling import maybe_compile
 from duorl.algos.sac.networks import tanh_gaussian_log_prob
 from duorl.algos.sac.normalizer import RunningObsNormalizer
@@ -33,7 +34,7 @@ def step_unless_invalid(optimizer: torch.optim.Optimizer, verdict: torch.Tensor 
     """optimizer.step(), skipped on the device when `verdict` is 0: the learners' AdamW is fused, whose
     `found_inf` input leaves parameters, moments and step counts bitwise as they were (no host sync)."""
     if verdict is not None:
-        optimizer.found_inf = 1.0 - verdict  # type: ignore[attr-defined]
+        torch_internals.set_found_inf(optimizer, 1.0 - verdict)
     optimizer.step()
 
 
@@ -51,13 +52,10 @@ def _mirror_tensors(cfg: Any, spec: Any, device: torch.device) -> dict[str, tupl
     """The task's mirror (EnvSpec.mirror) as device (index, sign) pairs when algo.use_symmetry is on."""
     if not cfg.use_symmetry:
         return None
-    mirror = getattr(spec, "mirror", None)
-    if mirror is None:
-        from duorl.config.errors import ConfigError
+    from duorl.envs.task_sources import check_symmetry  # the rule train's preflight applies first
 
-        raise ConfigError("algo.use_symmetry", True, f"needs a task that describes its left-right mirror, and "
-                          f"{spec.task} does not", "true (tasks with a mirror: g1_walk_flat), false",
-                          "set algo.use_symmetry=false")
+    check_symmetry(spec, True)
+    mirror = spec.mirror
     return {key: (torch.tensor(getattr(mirror, key)[0], dtype=torch.long, device=device),
                   torch.tensor(getattr(mirror, key)[1], dtype=torch.float32, device=device))
             for key in ("actor_obs", "critic_obs", "action")}
@@ -290,10 +288,10 @@ class SACFamilyLearner(CycleCaptureMixin):
         """Polyak average toward the critic; skipped (weight 0: the targets stay bitwise as they were)
         with the critic's step when its verdict is 0."""
         if verdict is None:
-            torch._foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)
+            torch_internals.foreach_lerp_(self._target_params, self._critic_params, self.cfg.tau)
             return
         # t += (verdict * tau) * (c - t) as three multi-tensor kernels (a lerp weighted by a tensor is one
         # kernel per parameter); a weight of 0 adds exact zeros: the targets stay bitwise
-        delta = torch._foreach_sub(self._critic_params, self._target_params)
-        torch._foreach_mul_(delta, verdict * self.cfg.tau)
-        torch._foreach_add_(self._target_params, delta)
+        delta = torch_internals.foreach_sub(self._critic_params, self._target_params)
+        torch_internals.foreach_mul_(delta, verdict * self.cfg.tau)
+        torch_internals.foreach_add_(self._target_params, delta)

@@ -1,4 +1,4 @@
-"""`duorl train | metrics`: routing only. Work lives in duorl.config, duorl.cli.train and duorl.telemetry."""
+"""`duorl train | config | tasks | metrics | plot | ...`: routing only. Work lives in duorl.config, duorl.cli.train and duorl.telemetry."""
 
 from __future__ import annotations
 
@@ -34,14 +34,14 @@ class _LazyHelpParser(argparse.ArgumentParser):
 
 def _train_description() -> str:
     from duorl.config.catalog import available_tasks
-    from duorl.config.validate import BUILT_ALGOS
 
-    algos = ", ".join(a if a in BUILT_ALGOS else f"{a} (not built yet)" for a in ALGOS)
+    algos = ", ".join(ALGOS)
     sims = "; ".join(f"{s} ({_SIM_NOTES.get(s, '')})" for s in SIMS)
     return (
         "Train a policy with one learner/collector duo.\n\n"
         f"algorithms (--algo): {algos}\n"
         f"tasks (--task):      {', '.join(available_tasks())}\n"
+        "                     or package.module:factory, or mjlab:ID (`duorl tasks` lists them; docs/tasks.md)\n"
         f"sims (--sim):        {sims}\n"
         "                     default: mjwarp when a CUDA device is visible, else mujoco\n\n"
         "Trailing key=value pairs override the configuration (order: schema < algo YAML < task YAML <\n"
@@ -83,6 +83,66 @@ def _group(sub: Any, name: str, summary: str, description: str, dest: str, metav
     """A command made of sub-commands (`duorl mps start`): its own help page, and the sub-parsers action."""
     group = sub.add_parser(name, help=summary, description=description)
     return group.add_subparsers(dest=dest, metavar=metavar, title=f"{metavar.lower()}s")
+
+
+def _add_plot(sub: Any) -> None:
+    plot = sub.add_parser(
+        "plot", help="draw a run's learning curves from its metrics.jsonl",
+        description="Draw RUN_DIR/plots/learning_curves.png from RUN_DIR/metrics.jsonl: the page a run draws when it "
+                    "ends, for any run, a killed or a running one too. It (re)writes that one file and nothing else.",
+    )
+    plot.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    """`duorl plot RUN_DIR`: refuses a directory without rows to draw (exit 2) before it draws anything."""
+    from duorl.cli.preflight import check_output_file
+    from duorl.config.errors import InputRefused
+    from duorl.telemetry.metrics_file import read_metrics
+
+    run_dir = Path(args.run_dir)
+    fix = "give a directory that `duorl train` wrote (it prints 'duorl: run directory ...')"
+    if not run_dir.is_dir():
+        return _error(f"RUN_DIR={run_dir}: {'is not a directory' if run_dir.exists() else 'does not exist'}. Fix: {fix}")
+    metrics = run_dir / "metrics.jsonl"
+    if not metrics.is_file():
+        return _error(f"RUN_DIR={run_dir}: has no metrics.jsonl (not a run directory, or a run stopped before its "
+                      f"first logged iteration). Fix: {fix}")
+    notes: list[str] = []
+    try:
+        rows = read_metrics(metrics, notes)
+        check_output_file(str(run_dir / "plots" / "learning_curves.png"), "RUN_DIR/plots/learning_curves.png")
+    except InputRefused as e:
+        return _error(str(e))
+    except (OSError, ValueError) as e:
+        return _error(f"{e}. Fix: {fix}")
+    if not rows:
+        return _error(f"RUN_DIR={run_dir}: metrics.jsonl has no rows yet. Fix: wait for the run's first logged iteration")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    from duorl.telemetry.plots import plot_learning_curves
+
+    png = plot_learning_curves(run_dir)
+    print(f"wrote {png}: {len(rows)} rows, iterations {rows[0].get('iteration', '?')} to {rows[-1].get('iteration', '?')}")
+    return 0
+
+
+def _add_tasks(sub: Any) -> None:
+    tasks = sub.add_parser(
+        "tasks", help="list every task duorl can train here, with its sizes and source",
+        description="Every task --task accepts here: builtin, registered by a `duorl.tasks` entry point, and "
+                    "mjlab's when mjlab is installed, each with its actor and critic observation sizes, its action "
+                    "size and its source (docs/tasks.md). Sizes come from each task's spec: no simulation is "
+                    "built. Any module path package.module:factory is accepted too. Exit 1 if a task cannot be "
+                    "loaded (its row says why).",
+    )
+    tasks.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+
+
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    from duorl.cli.tasks import tasks_main
+
+    return tasks_main(args.json)
 
 
 def _add_mps(sub: Any) -> None:
@@ -248,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_choice(train, "to train")
     train.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
     _add_config(sub)
+    _add_tasks(sub)
 
     metrics = sub.add_parser(
         "metrics", help="mean of the last N logged iterations of a run",
@@ -256,6 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
     metrics.add_argument("run_dir", metavar="RUN_DIR", help="run directory (or its metrics.jsonl)")
     metrics.add_argument("--last", type=int, default=100, metavar="N", help="rows to average (default: 100)")
     metrics.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+
+    _add_plot(sub)
 
     play = sub.add_parser(
         "play", help="evaluate a run's policy deterministically",
@@ -279,6 +342,18 @@ def _error(msg: str) -> int:
     return 2
 
 
+def _refused_output(path: str, what: str, source: tuple[str, str] | None = None) -> int:
+    """2 (after saying why) when a command's output file cannot be written or is its input, else 0."""
+    from duorl.cli.preflight import check_output_file
+    from duorl.config.errors import InputRefused
+
+    try:
+        check_output_file(path, what, source)
+    except InputRefused as e:
+        return _error(str(e))
+    return 0
+
+
 def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) -> int:
     from duorl.config.errors import InputRefused
     from duorl.config.load import load_config
@@ -294,8 +369,11 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
             narrow_visible_devices(rank_device_entry(shape.training.devices, shape.sim.name, renv, nvml_gpu_count()))
         cfg = load_config(args.algo, args.task, args.sim, overrides)
         from duorl.config.switches import data_parallel_enabled
+        from duorl.config.validate import check_data_parallel_keys
 
-        if renv is None and data_parallel_enabled(cfg, launched_rank=False):
+        data_parallel = data_parallel_enabled(cfg, launched_rank=renv is not None)
+        check_data_parallel_keys(cfg, data_parallel)
+        if renv is None and data_parallel:
             return _launch_data_parallel(cfg, argv)
         from duorl.cli.train import train  # the runtime, imported only once the config is known good
 
@@ -416,6 +494,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return _cmd_config(args, list(args.overrides) + extras)
     if args.command == "metrics":
         return _cmd_metrics(args)
+    if args.command == "plot":
+        return _cmd_plot(args)
+    if args.command == "tasks":
+        return _cmd_tasks(args)
     if args.command == "mps" and args.mps_command:
         from duorl.mps.daemon import mps_main
 
@@ -430,23 +512,22 @@ def _main(argv: Sequence[str] | None) -> int:
         return assets_command(args.robot, meshes=not args.no_meshes, force=args.force, wheel=args.wheel,
                               if_missing=args.if_missing)
     if args.command == "motion" and args.motion_command == "synth":
-        from duorl.config.errors import InputRefused
         from duorl.envs.motion.synth import synth_command
-        from duorl.cli.preflight import check_output_file
 
-        try:
-            check_output_file(args.out, "OUT.npz")  # before the clip is computed; nothing is written
-        except InputRefused as e:
-            return _error(str(e))
-        return synth_command(args.out, args.seconds, args.fps, args.robot_xml)
+        # before the clip is computed; nothing is written
+        return _refused_output(args.out, "OUT.npz") or synth_command(args.out, args.seconds, args.fps, args.robot_xml)
     if args.command == "motion" and args.motion_command == "import":
         from duorl.envs.motion.commands import import_command
 
-        return import_command(args.src, args.out, args.format, args.fps, args.out_fps, args.robot_xml)
+        refused = _refused_output(args.out, "OUT.npz", ("SRC", args.src))  # before the clip is read
+        return refused or import_command(args.src, args.out, args.format, args.fps, args.out_fps, args.robot_xml)
     if args.command == "motion" and args.motion_command == "inspect":
         from duorl.envs.motion.commands import inspect_command
 
-        return inspect_command(args.src, args.format, args.fps, args.plot, args.robot_xml, args.action_range)
+        refused = _refused_output(args.plot, "--plot", ("CLIP", args.src)) if args.plot else 0
+        return refused or inspect_command(args.src, args.format, args.fps, args.plot, args.robot_xml, args.action_range)
+    if args.command == "bench" and getattr(args, "out", None) and _refused_output(args.out, "--out"):
+        return 2  # every benchmark writes --out at its end: refused before it starts
     if args.command == "bench" and args.bench_command == "mps":
         from duorl.cli.bench.mps_matrix import bench_mps_main
 

@@ -30,7 +30,6 @@ class PlayResult:
     max_return: float
     mean_length: float
     video: str | None = None
-    video_error: str | None = None
     # the task's diagnostics (EnvSpec.metric_names), each a mean over every step of the episodes
     metrics: dict[str, float] = field(default_factory=dict)
 
@@ -69,24 +68,20 @@ def _load_run(run_dir: Path, checkpoint: str | None) -> tuple[Any, Path, dict[st
 def evaluate(
     run_dir: Path, episodes: int = 8, checkpoint: str | None = None, video: str | None = None, sim: str = "mujoco"
 ) -> PlayResult:
-    from duorl.algos.registry import make_actor
-    from duorl.envs.registry import env_spec, make_vec_env
-
     if episodes < 1:
         raise PlayError(f"--episodes={episodes}: must be >= 1. Fix: e.g. --episodes 8")
     cfg, path, data = _load_run(Path(run_dir), checkpoint)
+    writer = check_video(video) if video else None  # before any episode (and before the envs are built)
+    from duorl.algos.registry import make_actor
+    from duorl.envs.registry import env_spec, make_vec_env
+
     spec = env_spec(cfg.task)
     actor = make_actor(cfg.algo, spec, torch.device("cpu"))
     actor.load_state_dict(data["policy"])
     actor.eval()
     sim_cfg = replace(cfg.sim, name=sim)
     env = make_vec_env(cfg.task, sim_cfg, episodes, "cpu", derive_seed(cfg.training.seed, "play"), True, play=True)
-    recorder, video_error = None, None
-    if video:
-        try:
-            recorder = _VideoRecorder(env)
-        except PlayError as e:  # evaluate anyway; the message says why there is no video
-            video_error = str(e)
+    recorder = _VideoRecorder(env, writer) if writer is not None else None
 
     obs = env.reset()
     finished = torch.zeros(episodes, dtype=torch.bool)
@@ -121,7 +116,6 @@ def evaluate(
         max_return=float(returns.max()),
         mean_length=float(lengths.mean()),
         video=out,
-        video_error=video_error,
         metrics={name: float(v) / max(metric_steps, 1.0) for name, v in zip(spec.metric_names, metric_sums)},
     )
 
@@ -158,13 +152,61 @@ def _mp4_writer() -> dict[str, Any]:
     """imageio's arguments for an installed MP4 encoder (imageio-ffmpeg's, else PyAV's), checked before
     any episode runs: without one, imageio falls back to a writer that cannot take frames per second."""
     if importlib.util.find_spec("imageio") is None:
-        raise PlayError("writing a video needs imageio with ffmpeg: pip install 'duorl[video]'")
+        raise PlayError("--video: writing a video needs imageio with ffmpeg, not installed here. Fix: pip install "
+                        "'duorl[video]', or play without --video")
     if importlib.util.find_spec("imageio_ffmpeg") is not None:
         return {"plugin": "FFMPEG"}
     if importlib.util.find_spec("av") is not None:
         return {"plugin": "pyav", "codec": "libx264"}
-    raise PlayError("writing a video needs an MP4 encoder for imageio: pip install 'duorl[video]' "
-                    "(imageio-ffmpeg) or pip install av")
+    raise PlayError("--video: writing a video needs an MP4 encoder for imageio, none is installed here. Fix: pip "
+                    "install 'duorl[video]' (imageio-ffmpeg) or pip install av, or play without --video")
+
+
+def _renderer(model: Any, height: int, width: int) -> Any:
+    """MuJoCo's offscreen renderer for `model`, or a PlayError saying what this machine lacks."""
+    import warnings
+
+    import mujoco
+
+    if not hasattr(mujoco, "Renderer"):  # mujoco hides the renderer when PyOpenGL does not import
+        raise PlayError("--video: MuJoCo's renderer needs PyOpenGL, which does not import here. Fix: pip install "
+                        "'duorl[video]' (or pip install PyOpenGL), or play without --video")
+    try:
+        with warnings.catch_warnings():  # GLFW warns on stderr before it fails: the error below says it all
+            warnings.simplefilter("ignore")
+            return mujoco.Renderer(model, height=height, width=width)
+    except Exception as e:  # noqa: BLE001 - any GL failure means: no video on this machine
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PlayError(
+            f"--video: MuJoCo's renderer needs an OpenGL backend, and none works here ({first}). Fix: on a GPU "
+            "machine set MUJOCO_GL=egl; on a CPU-only one apt-get install libosmesa6 and set MUJOCO_GL=osmesa "
+            "PYOPENGL_PLATFORM=osmesa; or play without --video"
+        ) from e
+
+
+def check_video(path: str) -> dict[str, Any]:
+    """Everything --video needs, before any episode is played: a path that can be written, an MP4
+    encoder, and an OpenGL context for MuJoCo's renderer (tried on a one-geom model). Returns the
+    encoder's imageio arguments; raises PlayError (exit 2) naming what is missing."""
+    import os
+
+    from duorl.cli.preflight import check_output_file
+    from duorl.config.errors import InputRefused
+
+    try:
+        check_output_file(path, "--video")
+    except InputRefused as e:
+        raise PlayError(str(e)) from None
+    writer = _mp4_writer()
+    try:
+        import mujoco  # MUJOCO_GL picks the OpenGL backend while mujoco imports: a missing one fails here
+    except Exception as e:  # noqa: BLE001 - e.g. osmesa without PYOPENGL_PLATFORM=osmesa
+        raise PlayError(f"--video: MuJoCo does not import with MUJOCO_GL={os.environ.get('MUJOCO_GL')} "
+                        f"({type(e).__name__}: {e}). Fix: on a GPU machine set MUJOCO_GL=egl; on a CPU-only one "
+                        "apt-get install libosmesa6 and set MUJOCO_GL=osmesa PYOPENGL_PLATFORM=osmesa") from None
+    probe = _renderer(mujoco.MjModel.from_xml_string("<mujoco><worldbody><geom size='1'/></worldbody></mujoco>"), 16, 16)
+    probe.close()
+    return writer
 
 
 class _VideoRecorder:
@@ -172,12 +214,13 @@ class _VideoRecorder:
     A task with a reference clip (reference_qpos) also gets its reference pose drawn as a ghost
     where the clip puts it: the robot and the ghost overlap while it tracks."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, writer: dict[str, Any]) -> None:
         import mujoco
 
         if not hasattr(env, "task"):  # an mjlab task: a whole VecEnv, no duorl Task to draw
+            env.close()
             raise PlayError("video is recorded for duorl's own tasks; an mjlab task has none yet: play without --video")
-        self.writer = _mp4_writer()
+        self.writer = writer  # check_video's
         self.env = env
         self.model = _render_model(env.task)
         self.data = mujoco.MjData(self.model)
@@ -187,17 +230,7 @@ class _VideoRecorder:
         self.option.geomgroup[:] = 1  # collision geoms sit in groups MuJoCo hides by default
         self.camera = mujoco.MjvCamera()  # follows the robot from its side
         self.camera.distance, self.camera.azimuth, self.camera.elevation = 3.5, 90.0, -15.0
-        if not hasattr(mujoco, "Renderer"):  # mujoco hides the renderer when PyOpenGL does not import
-            raise PlayError("video needs PyOpenGL for MuJoCo's renderer and it does not import here: "
-                            "pip install 'duorl[video]' (or pip install PyOpenGL); or play without --video.")
-        try:
-            self.renderer = mujoco.Renderer(self.model, height=480, width=640)
-        except Exception as e:  # noqa: BLE001 - any GL failure means: no video on this machine
-            raise PlayError(
-                f"video needs an OpenGL backend for MuJoCo's renderer, and none works here ({e}). "
-                "On a GPU machine set MUJOCO_GL=egl; on a CPU-only machine install OSMesa "
-                "(apt-get install libosmesa6) and set MUJOCO_GL=osmesa; or play without --video."
-            ) from e
+        self.renderer = _renderer(self.model, 480, 640)
         self.frames: list[Any] = []
 
     def frame(self) -> None:
@@ -242,7 +275,4 @@ def play_main(run_dir: str, episodes: int, checkpoint: str | None, video: str | 
             print(f"{name:<12} {v:.4f}")
         if r.video:
             print(f"video        {r.video}")
-    if r.video_error:
-        print(f"error: no video written: {r.video_error}", file=sys.stderr)
-        return 1
     return 0

@@ -1,5 +1,6 @@
 """Everything a run can refuse that the configuration's own checks cannot see, checked before the run
-directory exists (DESIGN.md §8): the task's own check of its inputs (the G1 tasks: the model builds
+directory exists (docs/design.md §8): the task's fit to the run (algo.use_symmetry needs a mirror; a task from
+outside duorl steps once against the Task contract), the task's own check of its inputs (the G1 tasks: the model builds
 into a G1; a reference clip is checked just before, by envs/motion/load.check_motion_file), the debug
 hooks' names and the run directory's path. A refusal is one line naming the key or file, the value and the fix; `duorl train` exits 2 and
 leaves nothing behind (docs/exit_codes.md). The checkpoint of `training.resume` is checked next, when
@@ -34,12 +35,14 @@ def task_check(task: Any) -> list[str]:
 
 
 def _check_slow_phase(cfg: Config) -> None:
+    """debug.slow_phase names a phase of a duo process: checked here only, since the phases are the
+    runtime's (config.validate, below it, cannot know them)."""
     from duorl.runtime.heartbeat import PHASES, known_phase
 
     v = cfg.debug.slow_phase
     if v is not None and not known_phase(v):
         names = "; ".join(f"{side}: {', '.join(p)}" for side, p in PHASES.items())
-        raise ConfigError("debug.slow_phase", v, "names no phase of that process", names,
+        raise ConfigError("debug.slow_phase", v, "names no phase of a duo process (PROCESS:PHASE)", names,
                           "e.g. debug.slow_phase='learner:writing a checkpoint', or remove the key")
 
 
@@ -52,10 +55,21 @@ def check_log_dir(cfg: Config) -> None:
     check_new_run_dir(log_dir if log_dir else default_run_dir(cfg), default=not log_dir)
 
 
-def preflight(cfg: Config, task: Any, lead: bool = True) -> Preflight:
-    """The checks above, in order; `lead`: this process will create the run directory (rank 0)."""
+def check_task_fits(cfg: Config, spec: Any) -> None:
+    """The task suits the run: algo.use_symmetry needs its mirror, and a task from outside duorl steps once
+    in two MuJoCo C worlds against the Task contract (envs/task_sources.probe_task)."""
+    from duorl.envs.task_sources import check_symmetry, probe_task
+
+    check_symmetry(spec, cfg.algo.use_symmetry)
+    probe_task(cfg.task)
+
+
+def preflight(cfg: Config, spec: Any, task: Any, lead: bool = True) -> Preflight:
+    """The checks above, in order, for the task's EnvSpec and its unbound Task (None: an mjlab task, a
+    whole VecEnv); `lead`: this process will create the run directory (rank 0)."""
     try:
         _check_slow_phase(cfg)
+        check_task_fits(cfg, spec)
         warnings = task_check(task)
         if lead:
             check_log_dir(cfg)
@@ -64,9 +78,10 @@ def preflight(cfg: Config, task: Any, lead: bool = True) -> Preflight:
     return Preflight(warnings=warnings)
 
 
-def check_output_file(path: str, what: str) -> None:
+def check_output_file(path: str, what: str, source: tuple[str, str] | None = None) -> None:
     """A command's output file can be written (its folder exists, or can be made, and takes a file;
-    the path is no folder). Creates nothing. ConfigError naming `what`=path otherwise."""
+    the path is no folder) and, with `source` = (name, path) of the command's input, is not that input
+    (the command would overwrite what it reads). Creates nothing. ConfigError naming `what`=path otherwise."""
     import os
     from pathlib import Path
 
@@ -74,6 +89,10 @@ def check_output_file(path: str, what: str) -> None:
     fix = f"give {what} a path in a writable folder"
     if p.is_dir():
         raise ConfigError(what, path, "is a folder", "a file path", fix)
+    if source is not None and _same_file(p, Path(source[1])):
+        name = source[0]
+        raise ConfigError(what, path, f"is {name} itself ({source[1]}): the output would overwrite the input",
+                          f"a file other than {name}", f"write to another file, e.g. {p.with_name(p.stem + '_out' + p.suffix)}")
     ancestor = p.absolute().parent
     while not ancestor.exists():
         ancestor = ancestor.parent
@@ -86,3 +105,13 @@ def check_output_file(path: str, what: str) -> None:
     except OSError as e:
         raise ConfigError(what, path, f"cannot be written in {ancestor} ({e.strerror or e})", "a file path", fix) from None
     probe.unlink()
+
+
+def _same_file(a: "Path", b: "Path") -> bool:
+    """The same file (by inode where both exist: links and other spellings of a path count)."""
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet): compare the paths
+        return a.expanduser().resolve() == b.expanduser().resolve()

@@ -7,39 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from duorl.config.errors import ConfigError, format_value
-from duorl.config.keys import flatten
+from duorl.config.keys import flatten, may_differ_on_resume
 from duorl.runtime.checkpoint import CheckpointError, checkpoint_files, latest_checkpoint, load_checkpoint
 from duorl.runtime.duo import ResumeState
 
-# keys a resumed run may change: where and how long it runs, how it reports, and test hooks; every
-# other key shapes the learner, the replay or the envs and must match the checkpoint
-MAY_DIFFER = (
-    "training.log_dir",
-    "training.resume",
-    "training.log_interval",
-    "training.progress",
-    "training.torch_threads",
-    "training.checkpoint_replay",
-    "training.export_onnx",
-    "training.no_play",
-    "training.devices",  # which devices; the world size itself must match (load_resume checks it)
-    "training.data_parallel",
-    "training.dp_gradient_wire_dtype",
-    "training.dp_timeout_s",
-    "training.dp_startup_timeout_s",
-    "algo.max_iterations",
-    "algo.save_interval",
-    "sim.nthread",
-    "sim.tick_cuda_graph",  # a captured tick launches the same kernels as an eager one
-    "sim.tick_compile",  # fused kernels compute the same step (to float rounding) from the same state
-    "sim.solver_early_exit",  # skips only solver iterations in which every world has converged
-    "training.max_wall_minutes",
-    "training.stall_timeout_s",
-    "training.stall_compile_timeout_s",
-    "training.wait_report_s",
-    "training.wandb",  # training.wandb* (a prefix, as debug.): reporting only
-    "debug.",
-)
 # what a checkpoint is of: when these differ, every other mismatch follows from them (named first)
 IDENTITY = ("task.name", "algo.name")
 
@@ -47,9 +18,12 @@ IDENTITY = ("task.name", "algo.name")
 def config_mismatches(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """Keys (dotted) whose values differ and may not, as 'key: checkpoint=A, now=B'."""
     a, b = flatten(saved), flatten(current)
+    # a resumed run may change where and how long it runs, how it reports, and test hooks (the schema's
+    # resume=MAY_DIFFER); every other key shapes the learner, the replay or the envs
+    may_differ = may_differ_on_resume()
     out = []
     for key in sorted(set(a) | set(b)):
-        if key.startswith(MAY_DIFFER):
+        if key in may_differ:
             continue
         if a.get(key) != b.get(key):
             out.append(f"{key}: checkpoint={a.get(key)!r}, now={b.get(key)!r}")
@@ -160,7 +134,7 @@ def _check_keys(resume: str, path: Path, saved: dict[str, Any], current: dict[st
         "training.resume", resume, f"this config cannot continue {path}: " + "; ".join(bad),
         "the checkpoint's values for these keys",
         f"set them to the checkpoint's values: {sets} (a resumed run may change only where and how long it runs "
-        "and how it reports: duorl/cli/resume.py MAY_DIFFER)",
+        "and how it reports: the keys docs/configuration.md marks 'may differ')",
     )
 
 

@@ -1,7 +1,7 @@
 """`duorl train`: wire a validated Config into one duo (one rank of a data-parallel run) and a run directory.
 
 This is the application layer: it alone knows the concrete algorithm and task registries, and hands
-the runtime plain factories (DESIGN.md §1). Without data parallel one process runs the whole job. As
+the runtime plain factories (docs/design.md §1). Without data parallel one process runs the whole job. As
 a rank (started by `duorl.distributed.launch` or torchrun), the process first agrees with its peers on the
 configuration, the MPS verdicts, the checkpoint and the memory it needs, all before any collector
 starts; rank 0 alone holds the run directory.
@@ -25,15 +25,6 @@ from duorl.config.schema import Config
 from duorl.config.switches import Switches, resolve_switches
 from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
 from duorl.config.seeding import derive_seed
-
-
-def replay_age_bias(algo: Any) -> Any:
-    """The runtime's AgeBias for algo.decay_step > 0 (WarpSAC), else None (uniform replay)."""
-    if algo.decay_step <= 0:
-        return None
-    from duorl.runtime.replay import AgeBias
-
-    return AgeBias(algo.decay_step, algo.replay_min_weight, algo.replay_num_buckets)
 
 
 def train(cfg: Config) -> int:
@@ -80,6 +71,27 @@ def train(cfg: Config) -> int:
     return code
 
 
+def _memory_problem(cfg: Config, spec: Any, device: torch.device, replay_bytes: int, data_parallel: bool) -> str | None:
+    """Whether the replay ring, the weight board, the networks and their activations fit on this device
+    (runtime/memory.py), the networks counted from the configuration: nothing is allocated. The problem,
+    naming the keys to change, when they do not."""
+    from duorl.algos.registry import network_shape_keys, network_sizes
+    from duorl.config.errors import format_value
+    from duorl.runtime.memory import MemoryFixes, MemoryNeed, memory_problem
+
+    actor, critic = network_sizes(cfg.algo, spec)
+    actor_keys, critic_keys = network_shape_keys(cfg.algo.name)
+    larger, keys = ("actor", actor_keys) if actor.state >= critic.state else ("critic", critic_keys)
+    shown = " or ".join(f"{k}={format_value(getattr(cfg.algo, k.split('.', 1)[1]))}" for k in keys)
+    counts = f"the actor has {actor.params:,} parameters, the critic {critic.params:,}"
+    fixes = MemoryFixes(replay="lower algo.buffer_size (ticks kept per env) or training.num_envs",
+                        networks=f"shrink the {larger}: lower {shown} ({counts})",
+                        activations=f"lower algo.batch_size={cfg.algo.batch_size} or training.num_envs="
+                                    f"{cfg.training.num_envs}, or shrink the {larger}: lower {shown}")
+    need = MemoryNeed.of(replay_bytes, actor, critic, cfg.algo.batch_size, cfg.training.num_envs, data_parallel)
+    return memory_problem(device, need, fixes)
+
+
 def _exit_now(code: int) -> None:
     """Leave a rank at once, skipping teardown that could wait on a lost peer (NCCL, gloo)."""
     sys.stdout.flush()
@@ -89,11 +101,11 @@ def _exit_now(code: int) -> None:
 
 def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.algos.registry import make_actor, make_learner
-    from duorl.envs.registry import env_spec, is_mjlab, make_task, make_vec_env, tick_eager_reason
+    from duorl.envs.registry import env_spec, make_task, make_vec_env, tick_eager_reason
+    from duorl.envs.task_sources import is_mjlab
     from duorl.runtime.coordination import Solo
-    from duorl.runtime.duo import Duo, DuoSettings, StartRefused
-    from duorl.runtime.heartbeat import StallBounds
-    from duorl.runtime.memory import replay_memory_problem
+    from duorl.runtime.duo import Duo, StartRefused
+    from duorl.runtime.settings import DuoSettings
     from duorl.runtime.replay import ReplayLayout
     from duorl.cli.preflight import preflight
     from duorl.runtime.stop_signals import early_stop_signal
@@ -135,7 +147,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     # unbound: shapes and state names, no simulation (None: an mjlab task, a whole VecEnv without a Task)
     task = None if is_mjlab(cfg.task.name) else make_task(cfg.task)
     spec = env_spec(cfg.task) if task is None else task.spec
-    checked = preflight(cfg, task, lead)  # the task's inputs and the run directory's path (duorl/cli/preflight.py)
+    checked = preflight(cfg, spec, task, lead)  # the task's inputs and the run directory's path (duorl/cli/preflight.py)
     for warning in checked.warnings:
         print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
     agree(checked.problem, "checking the run's inputs")
@@ -145,8 +157,8 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         resume_state, learner_state, resumed_from = _load_resume(cfg, task, world, lead, ctx)
 
     layout = ReplayLayout(tr.num_envs, algo.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
-    fix = "lower algo.buffer_size (ticks kept per env) or training.num_envs"
-    agree(replay_memory_problem(device, layout.nbytes(), fix), "checking memory for the replay ring")
+    agree(_memory_problem(cfg, spec, device, layout.nbytes(), ctx is not None),
+          "checking memory for the replay ring and the networks")
 
     if ctx is None and early_stop_signal() is not None:
         print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
@@ -194,32 +206,16 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     actor_factory = functools.partial(make_actor, algo, spec)
     snapshot_dir = run_dir / "checkpoints" if lead else _rank_scratch(rank)
     settings = DuoSettings(
+        config=cfg,
         device=str(device),
-        num_envs=tr.num_envs,
-        env_steps_per_sync=tr.env_steps_per_sync,
-        buffer_size=algo.buffer_size,
-        max_iterations=algo.max_iterations,
-        learning_starts=algo.learning_starts,
-        updates_per_step=algo.updates_per_step,
-        save_interval=algo.save_interval,
-        log_interval=tr.log_interval,
         explore_seed=derive_seed(tr.seed, "explore", rank),
         replay_seed=derive_seed(tr.seed, "replay", rank),
-        torch_threads=tr.torch_threads,
-        collector_delay_ms=cfg.debug.collector_delay_ms,
-        learner_delay_ms=cfg.debug.learner_delay_ms,
-        check_replay_window=cfg.debug.check_replay_window,
+        whole_cycle_cuda_graph=switches.whole_cycle_cuda_graph,
+        tick_cuda_graph=switches.tick_cuda_graph,
         snapshot_dir=str(snapshot_dir),
         nan_dump_path=str(run_dir / "nan_first_state.pt") if tr.nan_guard.enabled and lead else None,
-        checkpoint_replay=tr.checkpoint_replay,
-        whole_cycle_cuda_graph=switches.whole_cycle_cuda_graph,
-        replay_age_bias=replay_age_bias(algo),
-        tick_cuda_graph=switches.tick_cuda_graph,
-        max_wall_s=tr.max_wall_minutes * 60.0 if tr.max_wall_minutes is not None else None,
-        eval_envs=tr.eval_envs,
         nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
         fail_capture=cfg.debug.fail_capture_rank == rank,
-        stall=StallBounds.of(cfg),
         on_learner_stalled=_stall_recorder(ctx, run_dir if lead else None),
     )
     reporter: Any = None

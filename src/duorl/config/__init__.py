@@ -15,7 +15,6 @@ _EXPORTS = {
     "ConfigError": "errors",
     "available_tasks": "catalog",
     "resolve_device": "devices",
-    "BUILT_ALGOS": "validate",
     "best_sim": "load", "config_hash": "load", "config_to_dict": "load", "load_config": "load",
 }
 __all__ = sorted(_EXPORTS)

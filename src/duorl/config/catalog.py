@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 DEFAULTS_DIR = Path(__file__).resolve().parent / "defaults"
 
@@ -20,16 +21,24 @@ def yaml_task_names() -> list[str]:
 
 
 def available_tasks() -> list[str]:
-    """Task names the envs registry can build.
+    """The builtin and entry-point task names (envs/task_sources.py; import paths and mjlab ids are
+    open-ended and not listed). The task-source module is the one import of a higher layer in config/
+    (docs/design.md §1): it is light (no torch, no simulator), so `--help` and config errors do not pay
+    for the envs package."""
+    from duorl.envs.task_sources import task_names
 
-    The registry is imported lazily (it pulls in torch and the simulators, which `--help` and config
-    errors should not pay for unless they need the list). Until envs/registry.py exists, the task
-    YAML files stand in for it; any other import failure is a real bug and propagates.
-    """
-    try:
-        from duorl.envs.registry import TASKS
-    except ModuleNotFoundError as e:
-        if e.name not in ("duorl.envs.registry", "duorl.envs"):
-            raise
-        return yaml_task_names()
-    return sorted(TASKS)
+    return task_names()
+
+
+def task_names_allowed() -> str:
+    """What `task.name` admits, in words (the task sources define it)."""
+    from duorl.envs.task_sources import ALLOWED
+
+    return ALLOWED
+
+
+def check_task(task_cfg: Any) -> None:
+    """Refuse a task name that resolves to no task source, or to one that does not load (InputRefused)."""
+    from duorl.envs.task_sources import check_task as check
+
+    check(task_cfg)

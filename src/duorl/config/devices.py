@@ -11,13 +11,13 @@ import re
 from typing import Any
 
 from duorl.config.errors import ConfigError
+from duorl.config.schema import DEVICES_ALLOWED as ALLOWED
 from duorl.config.schema import Config
 
 KEY = "training.devices"
 # set in a data-parallel rank once it narrowed CUDA_VISIBLE_DEVICES to its entry (distributed.launch): the
 # torch device this process uses
 RANK_DEVICE_ENV = "DUORL_RANK_DEVICE"
-ALLOWED = 'null, [cpu], [N] (a CUDA ordinal), [cuda:N], [GPU-<uuid>] or [MIG-<id>]'
 _CUDA_N = re.compile(r"^cuda:(\d+)$")
 
 
@@ -113,7 +113,7 @@ def resolve_entry(cfg: Config, entry: Any) -> str:
                 f"ordinals 0..{count - 1}", f"pick one of them, e.g. {KEY}=[0]",
             )
         return f"cuda:{n}"
-    # A UUID or MIG id: once CUDA_VISIBLE_DEVICES is narrowed to it, it is cuda:0 (DESIGN.md §4).
+    # A UUID or MIG id: once CUDA_VISIBLE_DEVICES is narrowed to it, it is cuda:0 (docs/design.md §4).
     if os.environ.get("CUDA_VISIBLE_DEVICES", "").strip() == entry:
         return "cuda:0"
     if kind == "uuid":

@@ -1,5 +1,6 @@
-"""The schema's keys as dotted paths: types, defaults, meanings and allowed values (for error messages,
-`duorl config --keys` and docs/configuration.md)."""
+"""The schema's keys as dotted paths, each with its type, default and `Setting` (meaning, bounds,
+choices, resume rule), for validation, error messages, `duorl config --keys`, docs/configuration.md and
+resume."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ import dataclasses
 import difflib
 import functools
 import typing
-from typing import Any, Callable
+from typing import Any
 
-import duorl.config.devices as devices
-from duorl.config.catalog import yaml_task_names
-from duorl.config.schema import Config
+from duorl.config.schema import MAY_DIFFER, Config, Setting, setting_of
 
 
 def _type_name(tp: Any) -> str:
@@ -29,8 +28,9 @@ def _type_name(tp: Any) -> str:
 
 
 @functools.cache
-def _leaves() -> dict[str, tuple[Any, dataclasses.Field[Any]]]:
-    """{"training.num_envs": (its type hint, its dataclass field), ...} for every settable leaf."""
+def leaves() -> dict[str, tuple[Any, dataclasses.Field[Any]]]:
+    """{"training.num_envs": (its type hint, its dataclass field), ...} for every settable leaf, in schema
+    order (the field's Setting: schema.setting_of)."""
     out: dict[str, tuple[Any, dataclasses.Field[Any]]] = {}
 
     def walk(cls: type, prefix: str) -> None:
@@ -49,7 +49,7 @@ def _leaves() -> dict[str, tuple[Any, dataclasses.Field[Any]]]:
 @functools.cache
 def leaf_types() -> dict[str, str]:
     """{"training.num_envs": "int", ...} for every settable leaf of the schema."""
-    return {k: _type_name(tp) for k, (tp, _) in _leaves().items()}
+    return {k: _type_name(tp) for k, (tp, _) in leaves().items()}
 
 
 def default_of(key: str) -> Any:
@@ -93,19 +93,37 @@ class KeyInfo:
     default: Any
     help: str | None  # the schema's one-line meaning (None: the key was declared without setting())
     allowed: str
+    setting: Setting | None = None
 
 
-def _allowed_from_validator(key: str, type_name: str) -> str:
-    """What config.validate accepts for `key`, read from its range tables so the two cannot drift."""
-    from duorl.config import validate as v
+def number_text(v: float) -> str:
+    """A bound as a reader writes it: 1, 0.5, 4294967295."""
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
-    ints = dict(v._INT_MIN)  # noqa: SLF001 - the validator's own tables
-    floats = {k: (lo, inclusive) for k, lo, inclusive in v._FLOAT_MIN}  # noqa: SLF001
-    if key in ints:
-        return f">= {ints[key]}"
-    if key in floats:
-        lo, inclusive = floats[key]
-        return f"{'>=' if inclusive else '>'} {lo:g}"
+
+def bounds_text(s: Setting) -> str:
+    """A key's bounds as a reader writes them: '>= 1', '> 0', '0 < value <= 1' ('' without bounds)."""
+    lower = (">=", s.min) if s.min is not None else (">", s.above) if s.above is not None else None
+    upper = ("<=", s.max) if s.max is not None else ("<", s.below) if s.below is not None else None
+    if lower and upper:
+        flip = {">=": "<=", ">": "<"}[lower[0]]
+        return f"{number_text(lower[1])} {flip} value {upper[0]} {number_text(upper[1])}"
+    bound = lower or upper
+    return f"{bound[0]} {number_text(bound[1])}" if bound else ""
+
+
+def _allowed(s: Setting | None, type_name: str) -> str:
+    """What a key accepts, from its Setting: the schema's own text, its choices, its bounds, or its type."""
+    optional = "or null" in type_name
+    if s is not None and s.allowed is not None:
+        return s.allowed() if callable(s.allowed) else s.allowed
+    if s is not None and s.choices:
+        return ("null, " if optional else "") + ", ".join(s.choices)
+    if s is not None and s.bounded:
+        text = bounds_text(s)
+        if type_name.startswith("list["):
+            return f"non-empty list of ints {text}"
+        return f"null or {text}" if optional else text
     if type_name == "bool":
         return "true, false"
     if type_name == "bool or null":
@@ -113,32 +131,27 @@ def _allowed_from_validator(key: str, type_name: str) -> str:
     return "any"
 
 
-# Keys whose allowed values are defined by the module that checks them (it imports the schema, so the
-# schema cannot name them). task.name: the task YAMLs, not the envs registry, whose import costs seconds
-# (the same set: tested).
-_ALLOWED_ELSEWHERE: dict[str, Callable[[], str]] = {
-    "training.devices": lambda: devices.ALLOWED,
-    "task.name": lambda: ", ".join(yaml_task_names()),
-}
-
-
 @functools.cache
 def describe() -> dict[str, KeyInfo]:
-    """Every settable leaf with its type, default, one-line meaning and allowed values, in schema order.
-
-    Allowed values: the key's `allowed` in the schema (choices or a short text) where it has one, else
-    the validator's range for it, else what its type admits."""
+    """Every settable leaf with its type, default, one-line meaning and allowed values, in schema order,
+    all read from the schema's `setting(...)` declarations."""
     out: dict[str, KeyInfo] = {}
-    for key, (_, f) in _leaves().items():
+    for key, (_, f) in leaves().items():
         type_name = leaf_types()[key]
-        allowed = f.metadata.get("allowed")
-        if isinstance(allowed, tuple):
-            allowed = ("null, " if "or null" in type_name else "") + ", ".join(allowed)
-        if key in _ALLOWED_ELSEWHERE:
-            allowed = _ALLOWED_ELSEWHERE[key]()
-        out[key] = KeyInfo(key, type_name, default_of(key), f.metadata.get("help"),
-                           allowed or _allowed_from_validator(key, type_name))
+        s = setting_of(f)
+        out[key] = KeyInfo(key, type_name, default_of(key), s.help if s else None, _allowed(s, type_name), s)
     return out
+
+
+def may_differ_on_resume() -> frozenset[str]:
+    """The keys a resumed run may change (Setting.resume): where and how long it runs, how it reports,
+    test hooks."""
+    return frozenset(k for k, i in describe().items() if i.setting is not None and i.setting.resume == MAY_DIFFER)
+
+
+def data_parallel_only() -> tuple[str, ...]:
+    """The keys only a data-parallel run reads (Setting.data_parallel_only)."""
+    return tuple(k for k, i in describe().items() if i.setting is not None and i.setting.data_parallel_only)
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

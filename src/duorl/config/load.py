@@ -21,20 +21,17 @@ import duorl.config.devices as devices
 from duorl.config.catalog import algo_yaml, available_tasks, task_yaml
 from duorl.config.errors import NO_VALUE, ConfigError, ConfigErrors, format_value
 from duorl.config.extras import check_extras
-from duorl.config.keys import close_matches, default_of, leaf_types
+from duorl.config.keys import close_matches, default_of, describe, flatten, leaf_types
 from duorl.config.schema import ALGOS, Config
 from duorl.config.validate import validate
 
 __all__ = ["load_config", "resolve_config", "config_to_dict", "config_hash", "best_sim"]
 
-# Examples for keys whose schema default (null) shows nothing useful.
-_EXAMPLES: dict[str, Any] = {"training.devices": ["cpu"], "task.max_episode_steps": 1000}
-# Allowed values spelled out where the schema type ("list[any] or null") says too little.
-_ALLOWED: dict[str, str] = {"training.devices": devices.ALLOWED}
 # Algo and task names become file names: keep them plain so `--task ../x` cannot reach other files.
 _NAME = re.compile(r"[A-Za-z0-9_\-]+")
-# mjlab:<id> (duorl.envs.mjlab) reads no task YAML; mjlab dispatch (minimal; reconciled with the tasks resolver)
-_MJLAB_NAME = re.compile(r"mjlab:[A-Za-z0-9_\-.]+")
+# a task name may also be an import path (package.module:factory) or mjlab:<id> (envs/task_sources.py);
+# only a plain name reads a task YAML
+_TASK_NAME = re.compile(r"[A-Za-z0-9_\-.:]+")
 
 
 def best_sim() -> str:
@@ -90,9 +87,12 @@ def _wrap(e: Exception, key: str | None, value: Any, source: str) -> ConfigError
         return ConfigError(full_key, value, f"unknown key{where}", allowed, fix)
     expected = leaf_types().get(base)
     if expected is not None:
-        example = _EXAMPLES.get(base, default_of(base))
+        info = describe()[base]
+        # the schema's example where the default (null) shows nothing useful
+        example = info.setting.example if info.setting and info.setting.example is not None else info.default
         eg = f", e.g. {base}={format_value(example)}" if example is not None else ""
-        return ConfigError(full_key, value, f"wrong type{where}: {first_line}", _ALLOWED.get(base, expected),
+        allowed = info.allowed if info.setting and info.setting.allowed else expected
+        return ConfigError(full_key, value, f"wrong type{where}: {first_line}", allowed,
                            f"give {base} a value of type {expected}{eg}")
     return ConfigError(full_key, value, f"invalid{where}: {first_line}", "the values `duorl config --keys` lists",
                        "fix or remove this entry")
@@ -156,7 +156,7 @@ SOURCES = {
     "override": "a key=value argument",
     "--algo": "the --algo flag (default sac)", "--task": "the --task flag (default pendulum_swingup)",
     "--sim": "the --sim flag",
-    "auto": "picked for this machine (sim.name: mjwarp with a visible GPU, else mujoco)",
+    "auto": "picked for this machine (sim.name: mjwarp with a visible GPU or an mjlab task, else mujoco)",
 }
 
 
@@ -173,6 +173,76 @@ def layer_keys(data: Any, prefix: str = "") -> list[str]:
         else:
             out.extend(layer_keys(v, key + "."))
     return out
+
+
+def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in top.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def read_algo_yaml(algo: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """defaults/algo/ALGO.yaml ({} when absent), with the file its `base:` names merged under it: an
+    algorithm that differs from another in a few settings holds only those."""
+    path = algo_yaml(algo)
+    if not path.is_file():
+        return {}
+    data = _read_yaml(path)
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if base not in ALGOS or base in (algo, *_seen):
+        raise ConfigError("base", base, f"must name another algorithm's YAML, without a cycle (in {path})",
+                          ", ".join(a for a in ALGOS if a != algo), "fix the base: line of the algo YAML")
+    return _deep_merge(read_algo_yaml(base, (*_seen, algo)), data)
+
+
+def algo_base(algo: str) -> str | None:
+    """The algorithm whose YAML ALGO.yaml amends (its `base:`), if any."""
+    path = algo_yaml(algo)
+    return _read_yaml(path).get("base") if path.is_file() else None
+
+
+class _Layers:
+    """A config being layered (an OmegaConf DictConfig) and, per dotted key, the layer that set it."""
+
+    def __init__(self) -> None:
+        self.cfg: DictConfig = OmegaConf.structured(Config)
+        self.sources = dict.fromkeys(leaf_types(), "schema")
+
+    def merge(self, layer: dict[str, Any] | DictConfig, source: str, where: str, key: str | None = None,
+              value: Any = NO_VALUE) -> None:
+        self.cfg = _merge(self.cfg, layer if isinstance(layer, DictConfig) else OmegaConf.create(layer), where, key, value)
+        plain = OmegaConf.to_container(layer) if isinstance(layer, DictConfig) else layer
+        self.sources.update(dict.fromkeys(layer_keys(plain), source))
+
+
+def _shipped_layers(algo: str, task: str) -> _Layers:
+    """The schema < defaults/algo/ALGO.yaml < defaults/task/TASK.yaml < its algo_by_name entry for ALGO."""
+    layers = _Layers()
+    data = read_algo_yaml(algo)
+    if data:
+        layers.merge(data, "algo", str(algo_yaml(algo)))
+
+    path = task_yaml(task)
+    if _NAME.fullmatch(task) and path.is_file():  # builtin tasks; others start from the schema's task defaults
+        data = _read_yaml(path)
+        by_name = data.pop("algo_by_name", None) or {}
+        if not isinstance(by_name, dict) or not set(by_name) <= set(ALGOS):
+            raise ConfigError("algo_by_name", by_name if not isinstance(by_name, dict) else sorted(by_name),
+                              f"must map algorithm names to algo settings (in {path})", ", ".join(ALGOS),
+                              "fix the algo_by_name section of the task YAML")
+        layers.merge(data, "task", str(path))
+        if by_name.get(algo):
+            layers.merge({"algo": by_name[algo]}, "task", f"{path} algo_by_name.{algo}")
+    return layers
+
+
+def shipped_values(algo: str, task: str) -> dict[str, Any]:
+    """Every dotted key's value from the schema and the shipped YAMLs of ALGO and TASK alone: what a run
+    gets before any override (not validated; the names stay the schema's)."""
+    return flatten(OmegaConf.to_container(_shipped_layers(algo, task).cfg, resolve=True))
 
 
 def load_config(algo: str, task: str, sim: str | None = None, overrides: list[str] | tuple[str, ...] = (),
@@ -192,40 +262,17 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
     """load_config's Config and, per dotted key, the layer that set its value (a key of SOURCES)."""
     if not _NAME.fullmatch(algo):
         raise ConfigError("algo.name", algo, "unknown algorithm", ", ".join(ALGOS), "pick one with --algo, e.g. --algo sac")
-    if not (_NAME.fullmatch(task) or _MJLAB_NAME.fullmatch(task)):
+    if not _TASK_NAME.fullmatch(task):
         raise ConfigError("task.name", task, "unknown task", ", ".join(available_tasks()),
-                          "pick one with --task (see `duorl train --help`)")
-    cfg: DictConfig = OmegaConf.structured(Config)
-    sources = dict.fromkeys(leaf_types(), "schema")
+                          "pick one with --task (`duorl tasks` lists every task)")
+    layers = _shipped_layers(algo, task)
+    sources, merge = layers.sources, layers.merge
 
-    def merge(layer: dict[str, Any] | DictConfig, source: str, where: str, key: str | None = None,
-              value: Any = NO_VALUE) -> None:
-        nonlocal cfg
-        cfg = _merge(cfg, layer if isinstance(layer, DictConfig) else OmegaConf.create(layer), where, key, value)
-        plain = OmegaConf.to_container(layer) if isinstance(layer, DictConfig) else layer
-        sources.update(dict.fromkeys(layer_keys(plain), source))
-
-    path = algo_yaml(algo)
-    if path.is_file():
-        merge(_read_yaml(path), "algo", str(path))
-
-    path = task_yaml(task)
-    if _NAME.fullmatch(task) and path.is_file():
-        data = _read_yaml(path)
-        by_name = data.pop("algo_by_name", None) or {}
-        if not isinstance(by_name, dict) or not set(by_name) <= set(ALGOS):
-            raise ConfigError("algo_by_name", by_name if not isinstance(by_name, dict) else sorted(by_name),
-                              f"must map algorithm names to algo settings (in {path})", ", ".join(ALGOS),
-                              "fix the algo_by_name section of the task YAML")
-        merge(data, "task", str(path))
-        if by_name.get(algo):
-            merge({"algo": by_name[algo]}, "task", f"{path} algo_by_name.{algo}")
-
-    cfg.algo.name = algo
-    cfg.task.name = task
+    layers.cfg.algo.name = algo
+    layers.cfg.task.name = task
     sources.update({"algo.name": "--algo", "task.name": "--task"})
     if sim is not None:
-        cfg.sim.name = sim
+        layers.cfg.sim.name = sim
         sources["sim.name"] = "--sim"
 
     sim_overridden = False
@@ -249,8 +296,9 @@ def resolve_config(algo: str, task: str, sim: str | None = None, overrides: list
         except ConfigError as e:
             refused.append(e)
 
+    cfg = layers.cfg
     if sim is None and not sim_overridden:
-        cfg.sim.name = best_sim()
+        cfg.sim.name = "mjwarp" if task.startswith("mjlab:") else best_sim()  # an mjlab task steps MuJoCo Warp
         sources["sim.name"] = "auto"
 
     try:

@@ -1,4 +1,4 @@
-"""Reproducible, independent seeds for every random stream of a run (DESIGN.md §4).
+"""Reproducible, independent seeds for every random stream of a run (docs/design.md §4).
 
 One function serves the whole package: the application derives the learner's, the envs', the
 exploration's and the replay sampler's seeds from `training.seed`, and a learner derives its own

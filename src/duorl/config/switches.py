@@ -78,7 +78,7 @@ def env_device(cfg: Config, learner_device: str) -> str:
 
 @dataclass(frozen=True)
 class Switches:
-    """One run's resolved switches (DESIGN.md §2 keys), for the runtime and the manifest."""
+    """One run's resolved switches (docs/design.md §2 keys), for the runtime and the manifest."""
 
     whole_cycle_cuda_graph: bool
     dp_whole_cycle_cuda_graph: bool

@@ -1,95 +1,31 @@
 """Range and consistency checks on a merged Config, run before anything is built (fail closed).
 
 Each failure is a ConfigError naming the dotted key, its value, what is allowed and the fix. Every
-bad key is reported at once (ConfigErrors, one line): each check below judges one key, and a check
-that reads several keys runs only when those keys passed their own checks (a cross-key message about
-a value that is already wrong would be noise). Checks run cheapest first (names, then ranges, then
-devices, which may import torch to probe CUDA); the device-dependent switches run only once the
-names and devices are good.
+bad key is reported at once (ConfigErrors, one line). Each key is first checked against its own
+`setting(...)` in config/schema.py (type, bounds, choices); the rules between keys are the named
+functions below (_CROSS_CHECKS and the task's), each run only when the keys it reads passed their own
+checks (a cross-key message about a value that is already wrong would be noise). Devices come last (they
+may import torch to probe CUDA); the device-dependent switches run only once the names and devices are
+good.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import typing
 from typing import Any
 
-from duorl.config.catalog import available_tasks
-from duorl.config.devices import ALLOWED as DEVICES_ALLOWED
+from duorl.config.catalog import check_task
 from duorl.config.devices import RANK_DEVICE_ENV, entry_kind, resolve_device, resolve_entry
-from duorl.config.errors import ConfigError, ConfigErrors
-from duorl.config.schema import ACTION_RANGES, ALGOS, PENALTY_CURRICULA, SIMS, Config
+from duorl.config.errors import ConfigError, ConfigErrors, format_value
+from duorl.config.keys import bounds_text, data_parallel_only, default_of, leaves, number_text
+from duorl.config.schema import DEVICES_ALLOWED, Config, Setting, setting_of
 
-__all__ = ["validate", "resolve_device", "BUILT_ALGOS"]
+__all__ = ["validate", "resolve_device", "check_data_parallel_keys"]
 
-# Algorithms with a learner today (every name in schema.ALGOS).
-BUILT_ALGOS = ("sac", "flashsac", "warpsac")
-WIRE_DTYPES = ("float32", "bfloat16")
-
-# (key, minimum) for integers.
-_INT_MIN: tuple[tuple[str, int], ...] = (
-    ("training.num_envs", 1),
-    ("training.eval_envs", 0),
-    ("training.seed", 0),
-    ("training.env_steps_per_sync", 1),
-    ("training.log_interval", 1),
-    ("training.torch_threads", 0),
-    ("algo.max_iterations", 1),
-    ("algo.save_interval", 1),
-    ("algo.batch_size", 1),
-    ("algo.updates_per_step", 1),  # 0 would "complete" a run that never learned
-    ("algo.policy_frequency", 1),
-    ("algo.learning_starts", 0),
-    ("algo.buffer_size", 1),
-    ("algo.num_atoms", 2),
-    ("algo.actor_hidden_dim", 1),
-    ("algo.actor_num_blocks", 0),
-    ("algo.critic_hidden_dim", 1),
-    ("algo.critic_num_blocks", 0),
-    ("algo.block_expansion", 1),
-    ("algo.noise_zeta_max", 1),
-    ("algo.lr_warmup_updates", 0),
-    ("algo.lr_decay_updates", 0),
-    ("algo.decay_step", 0),
-    ("algo.replay_num_buckets", 1),
-    ("sim.nthread", 0),
-    ("debug.nan_inject_step", -1),  # -1 = never
-    ("debug.nan_loss_iteration", -1),  # -1 = never
-    ("debug.nan_loss_rank", 0),
-    ("debug.fail_capture_rank", -1),
-)
-# (key, lower bound, lower inclusive?) for floats; every float must also be finite.
-_FLOAT_MIN: tuple[tuple[str, float, bool], ...] = (
-    ("algo.actor_lr", 0.0, False),
-    ("algo.critic_lr", 0.0, False),
-    ("algo.alpha_lr", 0.0, False),
-    ("algo.alpha_init", 0.0, False),  # the temperature is learned as log(alpha)
-    ("algo.weight_decay", 0.0, True),
-    ("algo.max_grad_norm", 0.0, True),  # 0 = no clipping
-    ("algo.normalized_return_max", 0.0, False),
-    ("algo.target_entropy_std", 0.0, False),
-    ("algo.noise_zeta_mu", 0.0, True),  # 0 = hold lengths uniform on [1, noise_zeta_max]
-    ("algo.lr_end_ratio", 0.0, True),
-    ("algo.replay_min_weight", 0.0, False),  # > 0: every readable tick stays reachable
-    ("training.dp_timeout_s", 0.0, False),
-    ("training.dp_startup_timeout_s", 0.0, False),
-    ("debug.collector_delay_ms", 0.0, True),
-    ("debug.learner_delay_ms", 0.0, True),
-    ("training.stall_timeout_s", 0.0, False),
-    ("training.stall_compile_timeout_s", 0.0, False),
-    ("training.wait_report_s", 0.0, False),
-    ("debug.slow_phase_s", 0.0, True),
-)
-_FLOATS_ANY = ("algo.target_entropy_scale", "algo.v_min", "algo.v_max", "algo.log_std_min", "algo.log_std_max")
-_BOOLS = (
-    "training.no_play", "training.export_onnx", "training.nan_guard.enabled", "training.checkpoint_replay",
-    "training.progress", "algo.obs_normalization", "algo.use_autocast", "algo.use_symmetry", "algo.normalize_reward",
-    "algo.algo_params.dp_whole_cycle_cuda_graph", "debug.check_replay_window",
-)
-_SEED_MAX = 2**32 - 1  # numpy's seed range; ranks use seed + rank
 # tasks that read a reference clip (task.motion_file)
 CLIP_TASKS = ("g1_motion_tracking",)
-SLOW_PHASE_SIDES = ("learner", "collector")
 
 
 class _Problems:
@@ -130,79 +66,108 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _check_int(cfg: Config, key: str, minimum: int) -> None:
-    v = _get(cfg, key)
-    if not _is_int(v):
-        raise ConfigError(key, v, "not an integer", f"integers >= {minimum}", f"set {key} to an integer")
-    if v < minimum:
-        raise ConfigError(key, v, f"must be >= {minimum}", f"integers >= {minimum}", f"set {key}={minimum} or more")
+def _violated(s: Setting, v: float) -> str:
+    """The bound `v` breaks, as '>= 1' or '< 1' ('' when it keeps them all)."""
+    for op, bound, broken in ((">=", s.min, lambda b: v < b), (">", s.above, lambda b: v <= b),
+                              ("<=", s.max, lambda b: v > b), ("<", s.below, lambda b: v >= b)):
+        if bound is not None and broken(bound):
+            return f"{op} {number_text(bound)}"
+    return ""
 
 
-def _float(cfg: Config, key: str) -> float:
-    v = _get(cfg, key)
+def _out_of_range(key: str, v: Any, s: Setting, kind: str) -> ConfigError:
+    bound = _violated(s, v)
+    if s.fix:
+        fix = s.fix
+    elif kind == "integers" and bound.startswith(">="):
+        fix = f"set {key}={bound[3:]} or more"
+    elif bound.startswith("<"):
+        fix = f"set {key}={format_value(default_of(key))} (the default) or another value {bound}"
+    else:
+        fix = f"set {key} to a value {bound}"
+    return ConfigError(key, v, f"must be {bound}", f"{kind} {bounds_text(s)}", fix)
+
+
+def _check_number(key: str, v: Any, s: Setting, integer: bool) -> None:
+    if integer and not _is_int(v):
+        raise ConfigError(key, v, "not an integer", f"integers {bounds_text(s)}", f"set {key} to an integer")
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ConfigError(key, v, "not a number", "finite floats", f"set {key} to a number")
     if not math.isfinite(v):
         raise ConfigError(key, v, "not finite", "finite floats", f"set {key} to a finite number")
-    return float(v)
+    if _violated(s, v):
+        raise _out_of_range(key, v, s, "integers" if integer else "floats")
 
 
-def _not_built(key: str, value: Any, what: str, allowed: str, fix: str) -> ConfigError:
-    return ConfigError(key, value, f"{what} is not built yet", allowed, fix)
+def _check_text(key: str, v: Any, s: Setting, optional: bool) -> None:
+    if s.choices is None:  # free-form: checked where its Setting.allowed says
+        if not isinstance(v, str):
+            raise ConfigError(key, v, "not a text", str(s.allowed or "text"), f"quote the value of {key}")
+        return
+    if v not in s.choices:
+        shown = (("null",) if optional else ()) + s.choices
+        also = f" (or {', '.join(shown[1:])})" if len(shown) > 1 else ""
+        section, _, leaf = key.rpartition(".")
+        what = f"{section.rsplit('.', 1)[-1]} name" if leaf == "name" else leaf.replace("_", " ")  # unknown algo name
+        raise ConfigError(key, v, f"unknown {what}", ", ".join(shown), s.fix or f"set {key}={shown[0]}{also}")
 
 
-def _check_algo_name(cfg: Config) -> None:
-    algo = cfg.algo.name
-    if algo not in ALGOS:
-        raise ConfigError("algo.name", algo, "unknown algorithm", ", ".join(ALGOS), "pick one with --algo, e.g. --algo sac")
-    if algo not in BUILT_ALGOS:
-        raise _not_built("algo.name", algo, f"the {algo} learner", ", ".join(BUILT_ALGOS),
-                         "train with --algo sac (FastSAC-style) for now")
+def _check_int_list(key: str, v: Any, s: Setting) -> None:
+    if not isinstance(v, (list, tuple)) or not v or not all(_is_int(d) and not _violated(s, d) for d in v):
+        raise ConfigError(key, v, f"must be a non-empty list of integers {bounds_text(s)}", f"[int {bounds_text(s)}, ...]",
+                          f"e.g. {key}={format_value(s.example)}")
 
 
-def _check_sim_name(cfg: Config) -> None:
-    if cfg.sim.name not in SIMS:
-        raise ConfigError("sim.name", cfg.sim.name, "unknown simulator backend", ", ".join(SIMS),
-                          "pick one with --sim, e.g. --sim mujoco")
+def _check_setting(cfg: Config, key: str, tp: Any, s: Setting) -> None:
+    """One key against its own Setting: its type, bounds and choices."""
+    v = _get(cfg, key)
+    args = typing.get_args(tp)
+    optional = typing.get_origin(tp) is typing.Union and type(None) in args
+    base = next(a for a in args if a is not type(None)) if optional else tp
+    if v is None and optional:
+        return
+    if base is bool:
+        if not isinstance(v, bool):
+            allowed, fix = ("null, true, false", f"remove the key or set {key}=false") if optional else \
+                ("true, false", f"set {key}=true or {key}=false")
+            raise ConfigError(key, v, "not a boolean or null" if optional else "not a boolean", allowed, fix)
+    elif base in (int, float):
+        _check_number(key, v, s, integer=base is int)
+    elif base is str:
+        _check_text(key, v, s, optional)
+    elif typing.get_origin(base) is list and typing.get_args(base) == (int,):
+        _check_int_list(key, v, s)
+    # list[Any] (training.devices): its own check, _check_devices
+
+
+def _check_settings(cfg: Config, p: "_Problems") -> None:
+    for key, (tp, f) in leaves().items():
+        s = setting_of(f)
+        if s is not None:
+            p.check(_check_setting, cfg, key, tp, s)
 
 
 def _check_task_name(cfg: Config) -> None:
-    if cfg.task.name.startswith(MJLAB_PREFIX):  # mjlab dispatch (minimal; reconciled with the tasks resolver)
-        _check_mjlab_task(cfg)
+    """The name resolves to one task source (envs/task_sources.py). Builtin names pass without an import;
+    any other is imported and its spec checked here, before anything is built."""
+    check_task(cfg.task)
+
+
+def _check_task_sim(cfg: Config) -> None:
+    """An mjlab task always steps MuJoCo Warp (duorl.envs.mjlab builds it whole)."""
+    if cfg.task.name.startswith("mjlab:") and cfg.sim.name != "mjwarp":
+        raise ConfigError("sim.name", cfg.sim.name, f"an mjlab task ({cfg.task.name}) always steps MuJoCo Warp",
+                          "mjwarp", "use --sim mjwarp (on a GPU, or warp's CPU device with training.devices=[cpu])")
+
+
+
+def _check_mjlab_switches(cfg: Config) -> None:
+    """Switches only duorl's own tasks have: an mjlab task's step syncs the host (no tick graph) and is
+    mjlab's code (nothing of duorl's to compile)."""
+    if not cfg.task.name.startswith("mjlab:"):
         return
-    tasks = available_tasks()
-    if cfg.task.name not in tasks:
-        raise ConfigError("task.name", cfg.task.name, "unknown task", ", ".join(tasks) or "(no task registered)",
-                          "pick one with --task (see `duorl train --help`)")
-
-
-MJLAB_PREFIX = "mjlab:"  # duorl.envs.mjlab.PREFIX
-
-
-def _check_mjlab_task(cfg: Config) -> None:
-    """An mjlab task: mjlab installed, the id in its registry, MuJoCo Warp, and no switch that only
-    duorl's own tasks have (the tick graph: mjlab's step syncs the host; tick compilation)."""
-    import difflib
-
-    from duorl.config.errors import InputRefused
-    from duorl.envs import mjlab
     from duorl.envs.mjlab.vec_env import MjlabVecEnv
 
-    name = cfg.task.name
-    try:
-        mjlab.check_installed()
-        ids = mjlab.task_ids()
-    except InputRefused as e:
-        raise ConfigError("task.name", name, str(e).split(". Fix:")[0], "an installed mjlab", mjlab.INSTALL) from None
-    task_id = name[len(MJLAB_PREFIX):]
-    if task_id not in ids:
-        close = difflib.get_close_matches(task_id, ids, n=3, cutoff=0.5)
-        raise ConfigError("task.name", name, "unknown mjlab task id",
-                          ", ".join(MJLAB_PREFIX + i for i in (close or ids)),
-                          f"did you mean {MJLAB_PREFIX}{close[0]}?" if close else "pick one of mjlab's ids")
-    if cfg.sim.name != "mjwarp":
-        raise ConfigError("sim.name", cfg.sim.name, f"an mjlab task ({name}) always steps MuJoCo Warp", "mjwarp",
-                          "use --sim mjwarp (on a GPU, or Warp's CPU device with training.devices=[cpu])")
     for key, value, why in (
             ("sim.tick_cuda_graph", cfg.sim.tick_cuda_graph, f"{MjlabVecEnv.tick_eager_reason}, so the collector "
              "tick of an mjlab task runs eagerly"),
@@ -211,11 +176,7 @@ def _check_mjlab_task(cfg: Config) -> None:
         if value is True:
             raise ConfigError(key, True, why, "null or false", f"remove {key}")
 
-
 def _check_action_range(cfg: Config) -> None:
-    if cfg.task.action_range not in ACTION_RANGES:
-        raise ConfigError("task.action_range", cfg.task.action_range, "unknown action range", ", ".join(ACTION_RANGES),
-                          "set task.action_range=pd (the default) or task.action_range=joint_limits")
     if cfg.task.action_range != "pd" and not cfg.task.name.startswith("g1_"):
         raise ConfigError("task.action_range", cfg.task.action_range, f"only the G1 tasks choose an action range, "
                           f"and this run's task is {cfg.task.name}", "pd",
@@ -224,9 +185,6 @@ def _check_action_range(cfg: Config) -> None:
 
 def _check_curriculum(cfg: Config) -> None:
     curriculum = cfg.task.penalty_curriculum
-    if curriculum is not None and curriculum not in PENALTY_CURRICULA:
-        raise ConfigError("task.penalty_curriculum", curriculum, "unknown penalty curriculum",
-                          ", ".join(PENALTY_CURRICULA), "set task.penalty_curriculum=ppo (the default), fastsac or off")
     if curriculum is not None and cfg.task.name != "g1_walk_flat":
         raise ConfigError("task.penalty_curriculum", curriculum, f"only g1_walk_flat has a penalty curriculum, "
                           f"and this run's task is {cfg.task.name}", "null",
@@ -242,46 +200,13 @@ def _check_motion_file(cfg: Config) -> None:
                           f"remove the key, or train --task {CLIP_TASKS[0]} to track this clip")
 
 
-def _check_names(cfg: Config, p: _Problems) -> None:
-    for check in (_check_algo_name, _check_sim_name, _check_task_name):
-        p.check(check, cfg)
-    for check in (_check_action_range, _check_curriculum, _check_motion_file):
-        p.check(check, cfg, needs=("task.name",))
-
-
-def _check_float_min(cfg: Config, key: str, lo: float, inclusive: bool) -> None:
-    v = _float(cfg, key)
-    if v < lo or (v == lo and not inclusive):
-        bound = f">= {lo:g}" if inclusive else f"> {lo:g}"
-        raise ConfigError(key, v, f"must be {bound}", f"floats {bound}", f"set {key} to a value {bound}")
-
-
-def _check_bool(cfg: Config, key: str) -> None:
-    v = _get(cfg, key)
-    if not isinstance(v, bool):
-        raise ConfigError(key, v, "not a boolean", "true, false", f"set {key}=true or {key}=false")
-
-
-def _check_seed(cfg: Config) -> None:
-    t = cfg.training
-    if t.seed > _SEED_MAX:
-        raise ConfigError("training.seed", t.seed, "too large (ranks seed numpy with seed + rank)",
-                          f"0..{_SEED_MAX}", "pick a smaller seed, e.g. training.seed=1")
-
-
-def _check_gamma(cfg: Config) -> None:
-    gamma = _float(cfg, "algo.gamma")
-    if not 0.0 < gamma < 1.0:
-        # gamma = 1 makes the bootstrapped return unbounded at time-limit truncations
-        raise ConfigError("algo.gamma", gamma, "must lie strictly between 0 and 1", "0 < gamma < 1",
-                          "set algo.gamma=0.99 (or 0.97 for short-horizon locomotion)")
-
-
-def _check_tau(cfg: Config) -> None:
-    tau = _float(cfg, "algo.tau")
-    if not 0.0 < tau <= 1.0:
-        raise ConfigError("algo.tau", tau, "must be in (0, 1]", "0 < tau <= 1 (1 copies the critic)",
-                          "set algo.tau=0.005 .. 0.125")
+def _check_task_keys(cfg: Config, p: "_Problems") -> None:
+    p.check(_check_task_name, cfg)
+    for check, key in ((_check_action_range, "task.action_range"), (_check_curriculum, "task.penalty_curriculum"),
+                       (_check_motion_file, "task.motion_file")):
+        p.check(check, cfg, needs=("task.name", key))
+    p.check(_check_task_sim, cfg, needs=("task.name", "sim.name"))
+    p.check(_check_mjlab_switches, cfg, needs=("task.name",))
 
 
 def _check_support(cfg: Config) -> None:
@@ -316,39 +241,18 @@ def _check_buffer(cfg: Config) -> None:
                           "raise algo.buffer_size or lower training.env_steps_per_sync")
 
 
-def _check_dims(cfg: Config, key: str) -> None:
-    dims = _get(cfg, key)
-    if not isinstance(dims, (list, tuple)) or not dims or not all(_is_int(d) and d > 0 for d in dims):
-        raise ConfigError(key, dims, "must be a non-empty list of positive layer widths",
-                          "[int > 0, ...]", f"e.g. {key}=[256,256]")
-
-
-def _check_episode_steps(cfg: Config) -> None:
-    steps = cfg.task.max_episode_steps
-    if steps is not None and (not _is_int(steps) or steps < 1):
-        raise ConfigError("task.max_episode_steps", steps, "must be a positive integer or null",
-                          "null (the task's default) or integers >= 1", "remove the key or set task.max_episode_steps=1000")
-
-
-def _check_wire_dtype(cfg: Config) -> None:
-    t = cfg.training
-    if t.dp_gradient_wire_dtype not in WIRE_DTYPES:
-        raise ConfigError("training.dp_gradient_wire_dtype", t.dp_gradient_wire_dtype, "unknown wire dtype",
-                          ", ".join(WIRE_DTYPES), "set training.dp_gradient_wire_dtype=float32")
-
-
-def _check_sharing(cfg: Config) -> None:
-    t = cfg.training
-    if t.cuda_process_sharing not in (None, "mps"):
-        raise ConfigError("training.cuda_process_sharing", t.cuda_process_sharing, "unknown sharing mode",
-                          "null, mps", "remove the key or set training.cuda_process_sharing=null")
-
-
-def _check_replay_min_weight(cfg: Config) -> None:
-    a = cfg.algo
-    if a.replay_min_weight > 1.0:
-        raise ConfigError("algo.replay_min_weight", a.replay_min_weight, "must be in (0, 1] (the newest tick weighs 1)",
-                          "0 < replay_min_weight <= 1", "e.g. algo.replay_min_weight=0.1")
+def _check_buffer_holds_a_batch(cfg: Config) -> None:
+    """A minibatch larger than the whole ring would draw the same transitions over and over: the user
+    meant a larger ring (buffer_size counts ticks per env, not transitions) or a smaller batch."""
+    a, t = cfg.algo, cfg.training
+    capacity = a.buffer_size * t.num_envs
+    if capacity < a.batch_size:
+        need = -(-a.batch_size // t.num_envs)
+        raise ConfigError("algo.buffer_size", a.buffer_size,
+                          f"the ring holds algo.buffer_size * training.num_envs = {capacity} transitions, fewer than "
+                          f"one minibatch (algo.batch_size={a.batch_size})",
+                          f">= algo.batch_size / training.num_envs = {need} ticks",
+                          f"set algo.buffer_size={need} or more, or lower algo.batch_size to {capacity} or less")
 
 
 def _check_stall_bounds(cfg: Config) -> None:
@@ -361,67 +265,45 @@ def _check_stall_bounds(cfg: Config) -> None:
                           f"set training.stall_compile_timeout_s={max(900.0, t.stall_timeout_s):g} or lower training.stall_timeout_s")
 
 
-def _check_slow_phase(cfg: Config) -> None:
-    """debug.slow_phase: 'learner:PHASE' or 'collector:PHASE' (the phase names are checked by preflight,
-    which knows the runtime's)."""
-    v = cfg.debug.slow_phase
-    if v is None:
-        return
-    side, sep, phase = str(v).partition(":")
-    if not isinstance(v, str) or not sep or side not in SLOW_PHASE_SIDES or not phase:
-        raise ConfigError("debug.slow_phase", v, "not PROCESS:PHASE", "null, learner:<phase>, collector:<phase>",
-                          "e.g. debug.slow_phase='learner:writing a checkpoint', or remove the key")
+def _check_resume(cfg: Config) -> None:
+    # training.cuda_process_sharing=mps: its host prerequisites are probed by duorl.mps.probe in train(),
+    # still before anything is built
+    if cfg.training.resume is not None:
+        _check_resume_path(cfg.training.resume)
 
 
-# (check, the keys it reads besides the one it names); run after every key's own type and range check
+# Rules between keys: (check, the keys it reads, its own included); each runs after those keys passed their
+# own Setting check (a cross-key message about a value that is already wrong would be noise)
 _CROSS_CHECKS: tuple[tuple[Any, tuple[str, ...]], ...] = (
-    (_check_seed, ("training.seed",)),
-    (_check_gamma, ()),
-    (_check_tau, ()),
     (_check_support, ("algo.v_min", "algo.v_max")),
     (_check_log_std, ("algo.log_std_min", "algo.log_std_max")),
     (_check_eval_envs, ("training.eval_envs", "training.num_envs")),
     (_check_buffer, ("algo.buffer_size", "training.env_steps_per_sync")),
-    (_check_episode_steps, ()),
-    (_check_wire_dtype, ()),
-    (_check_sharing, ()),
-    (_check_replay_min_weight, ("algo.replay_min_weight",)),
+    (_check_buffer_holds_a_batch, ("algo.buffer_size", "algo.batch_size", "training.num_envs")),
     (_check_stall_bounds, ("training.stall_timeout_s", "training.stall_compile_timeout_s")),
-    (_check_slow_phase, ()),
+    (_check_resume, ("training.resume",)),
 )
 
 
-def _check_ranges(cfg: Config, p: _Problems) -> None:
-    for key, minimum in _INT_MIN:
-        p.check(_check_int, cfg, key, minimum)
-    for key, lo, inclusive in _FLOAT_MIN:
-        p.check(_check_float_min, cfg, key, lo, inclusive)
-    for key in _FLOATS_ANY:
-        p.check(_float, cfg, key)
-    for key in _BOOLS:
-        p.check(_check_bool, cfg, key)
-    for key in ("algo.actor_hidden_dims", "algo.critic_hidden_dims"):
-        p.check(_check_dims, cfg, key)
-    for check, needs in _CROSS_CHECKS:
-        p.check(check, cfg, needs=needs)
-
-
-def _check_not_built(cfg: Config) -> None:
-    t = cfg.training
-    # training.cuda_process_sharing=mps: its host prerequisites are probed by duorl.mps.probe in train(),
-    # still before anything is built
-    if t.resume is not None:
-        _check_resume_path(t.resume)
+def check_data_parallel_keys(cfg: Config, data_parallel: bool) -> None:
+    """A run that is not data parallel reads none of the data-parallel keys: one set away from its default
+    would be ignored silently, so it is refused (the user meant a data-parallel run, or copied its
+    settings). `data_parallel`: config.switches.data_parallel_enabled for this process."""
+    if data_parallel:
+        return
+    for key in data_parallel_only():
+        value = _get(cfg, key)
+        if value != default_of(key):
+            raise ConfigError(key, value, "is read only by data-parallel runs, and this run is on one device "
+                              "without training.data_parallel=true", f"{format_value(default_of(key))} (the default) "
+                              "on one device", "remove the key, or run data parallel: several entries in "
+                              "training.devices, or training.data_parallel=true for world size 1")
 
 
 def _check_devices(cfg: Config, probe: bool = True) -> None:
     devices = cfg.training.devices
     key = "training.devices"
     dp = cfg.training.data_parallel
-    if dp is not None and not isinstance(dp, bool):
-        raise ConfigError("training.data_parallel", dp, "not a boolean or null",
-                          "null (automatic: on with several devices), true, false",
-                          "remove the key or set training.data_parallel=true")
     if devices is None:  # automatic; resolve_device cannot fail on it
         return
     if not isinstance(devices, (list, tuple)) or len(devices) == 0:
@@ -458,33 +340,25 @@ def validate(cfg: Config, probe_devices: bool = True) -> Config:
     unchanged when it may run. `probe_devices` False checks the device list's shape only (no CUDA
     query: a rank before it narrows its devices)."""
     p = _Problems()
-    _check_names(cfg, p)
-    _check_ranges(cfg, p)
-    p.check(_check_not_built, cfg)
-    p.check(_check_devices, cfg, probe_devices)
+    _check_settings(cfg, p)
+    _check_task_keys(cfg, p)
+    for check, needs in _CROSS_CHECKS:
+        p.check(check, cfg, needs=needs)
+    p.check(_check_devices, cfg, probe_devices, needs=("training.data_parallel",))
     # these resolve the devices and the sim's device: only meaningful once names and devices are good
     if probe_devices and not p.bad("algo.name", "sim.name", "task.name", "training.devices", "training.data_parallel"):
         p.check(_check_graph, cfg)
         for check in (_check_tick_graph, _check_tick_compile, _check_solver_early_exit):
             p.check(check, cfg)
-    if probe_devices:
-        p.check(_check_wall_minutes, cfg)
     p.raise_any()
     return cfg
 
 
 def _check_graph(cfg: Config) -> None:
     """algo.algo_params.whole_cycle_cuda_graph: null = automatic, true = required, false = eager."""
-    v = cfg.algo.algo_params.torch_compile
-    if v is not None and not isinstance(v, bool):
-        raise ConfigError("algo.algo_params.torch_compile", v, "not a boolean or null",
-                          "null (automatic: on for CUDA learners), true, false",
-                          "remove the key or set algo.algo_params.torch_compile=false")
     key = "algo.algo_params.whole_cycle_cuda_graph"
     v = cfg.algo.algo_params.whole_cycle_cuda_graph
     allowed = "null (automatic: on with CUDA), true (required), false (eager)"
-    if v is not None and not isinstance(v, bool):
-        raise ConfigError(key, v, "not a boolean or null", allowed, f"remove the key or set {key}=false")
     if v is not True:
         return
     if cfg.debug.check_replay_window:
@@ -502,8 +376,6 @@ def _check_cuda_env_switch(cfg: Config, key: str, value: object, allowed: str, o
     """A sim switch that is null (automatic), true (needs the envs on CUDA) or false. `off`: how to turn
     it off in the fix (default: remove the key for automatic, or set it to false)."""
     off = off or f"remove the key (automatic) or set {key}=false"
-    if value is not None and not isinstance(value, bool):
-        raise ConfigError(key, value, "not a boolean or null", allowed, f"remove the key or set {key}=false")
     if value is True and env_device_type(cfg) != "cuda":
         raise ConfigError(key, True, f"needs the envs on a CUDA device, and this run's envs run on the cpu "
                           f"(sim.name={cfg.sim.name}, devices resolve to {resolve_device(cfg)})", allowed,
@@ -532,15 +404,6 @@ def _check_solver_early_exit(cfg: Config) -> None:
                           "sim.tick_cuda_graph=false runs ticks eagerly (an eager early exit would sync with the "
                           "host every solver iteration)", allowed,
                           f"set {key}=false, or remove sim.tick_cuda_graph (on for CUDA envs)")
-
-
-def _check_wall_minutes(cfg: Config) -> None:
-    key, v = "training.max_wall_minutes", cfg.training.max_wall_minutes
-    if v is None:
-        return
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-        raise ConfigError(key, v, "not a positive number of minutes", "null (no limit) or a number > 0, e.g. 15",
-                          f"set {key}=15, or remove the key to run algo.max_iterations")
 
 
 def env_device_type(cfg: Config) -> str:

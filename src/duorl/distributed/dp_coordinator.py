@@ -1,4 +1,4 @@
-"""The runtime's RankCoordinator and Reporter under data parallel (DESIGN.md §4).
+"""The runtime's RankCoordinator and Reporter under data parallel (docs/design.md §4).
 
 `DataParallelCoordinator` makes every rank stop at the same iteration boundary (one small gloo
 all-reduce per iteration, overlapped with the next iteration). `RankReporter` stands in every rank's loop where the run directory stands

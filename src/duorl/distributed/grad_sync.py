@@ -1,4 +1,4 @@
-"""Gradient averaging over ranks: the flat buffers of `algos.grad_buffers`, all-reduced (DESIGN.md §4).
+"""Gradient averaging over ranks: the flat buffers of `algos.grad_buffers`, all-reduced (docs/design.md §4).
 
 Each group's gradients live in one flat fp32 buffer allocated once at attach (every `.grad` is a
 view of it, so backward accumulates straight into it and its address never changes: a CUDA graph can
@@ -25,10 +25,11 @@ import torch.distributed as dist
 from torch import nn
 
 from duorl.algos.grad_buffers import FlatGroup, LocalValidity
+from duorl.config.schema import WIRE_DTYPES
+from duorl.gpu import torch_internals
 from duorl.gpu.graphs import forked_stream
 from duorl.runtime.coordination import RankLost
 
-WIRE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # below this many gradient elements a group always travels in fp32 (bf16 saves nothing worth its error)
 WIRE_MIN_ELEMENTS = 1024
 
@@ -98,10 +99,10 @@ class AllReduceSynchronizer(LocalValidity):
     def average_buffers(self) -> None:
         if not self._buffers:
             return
-        torch._foreach_copy_(self._buffer_views, self._buffers)
+        torch_internals.foreach_copy_(self._buffer_views, self._buffers)
         self._run_collective(lambda: self._all_reduce_tensor(self._buffer_flat, "running statistics"))
         self._buffer_flat.div_(self.world_size)
-        torch._foreach_copy_(self._buffers, self._buffer_views)
+        torch_internals.foreach_copy_(self._buffers, self._buffer_views)
 
     def gather(self, x: torch.Tensor) -> torch.Tensor:
         parts = [torch.empty_like(x) for _ in range(self.world_size)]

@@ -14,7 +14,6 @@ further collectives (the launcher has already seen the peer fail and stops every
 from __future__ import annotations
 
 import datetime
-import os
 import platform
 import pickle
 from dataclasses import dataclass, field
@@ -145,10 +144,3 @@ class PendingFlags:
     def result(self) -> list[bool]:
         self.ctx._call(self.what, self.work.wait)
         return [bool(v) for v in self.flags.tolist()]
-
-
-def local_environment() -> dict[str, str | None]:
-    """The variables that shape NCCL and MPS on this rank, for the manifest."""
-    keys = ("CUDA_VISIBLE_DEVICES", "CUDA_MPS_PIPE_DIRECTORY", "NCCL_NVLS_ENABLE", "NCCL_P2P_DISABLE",
-            "NCCL_SHM_DISABLE", "MASTER_ADDR", "MASTER_PORT")
-    return {k: os.environ.get(k) for k in keys}

@@ -1,4 +1,4 @@
-"""Starting the ranks of a data-parallel run, and what a rank learns about itself (DESIGN.md §4).
+"""Starting the ranks of a data-parallel run, and what a rank learns about itself (docs/design.md §4).
 
 Launching is PyTorch's job: `duorl train ... training.devices=[0,1]` hands the very same command line
 to `torch.distributed.launcher` (the engine behind `torchrun`), which starts one worker per entry,
@@ -107,10 +107,12 @@ def narrow_visible_devices(entry: Any) -> str:
 
 def nvml_gpu_count() -> int:
     """GPUs visible to this process, counted without initialising CUDA (NVML); 0 without a driver."""
-    try:
-        import torch
+    from duorl.gpu import torch_internals
 
-        n = torch.cuda._device_count_nvml()
+    try:
+        n = torch_internals.device_count_nvml()
+    except torch_internals.TorchInternalMissing:
+        raise
     except Exception:  # noqa: BLE001 - no NVML, no GPU
         return 0
     return max(int(n), 0)

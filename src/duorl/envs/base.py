@@ -1,4 +1,4 @@
-"""The VecEnv contract (DESIGN.md §7): batched torch tensors on the env's device, auto-reset."""
+"""The VecEnv contract (docs/design.md §7): batched torch tensors on the env's device, auto-reset."""
 
 from __future__ import annotations
 

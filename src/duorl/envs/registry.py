@@ -6,38 +6,15 @@
 
 from __future__ import annotations
 
-from typing import Callable
-
 import torch
 
 from duorl.config.schema import SimConfig, TaskConfig
+from duorl.envs import task_sources
 from duorl.envs.base import EnvSpec, VecEnv
 from duorl.envs.tasks.base import Task
-from duorl.envs.tasks.pendulum import PendulumSwingup
 from duorl.envs.vec_env import TaskVecEnv
 
-def _g1_walk_flat(cfg: TaskConfig) -> Task:
-    from duorl.envs.tasks.g1_walk import G1WalkFlat  # G1 modules load only for G1 tasks
-
-    curriculum = {} if cfg.penalty_curriculum is None else {"penalty_curriculum": cfg.penalty_curriculum}
-    return G1WalkFlat(max_episode_steps=cfg.max_episode_steps, robot_xml=cfg.robot_xml,
-                      action_range=cfg.action_range, **curriculum)
-
-
-def _g1_motion_tracking(cfg: TaskConfig) -> Task:
-    from duorl.envs.tasks.g1_tracking import G1MotionTracking
-
-    return G1MotionTracking(max_episode_steps=cfg.max_episode_steps, robot_xml=cfg.robot_xml,
-                            motion_file=cfg.motion_file, action_range=cfg.action_range)
-
-
-# task name -> factory
-_TASKS: dict[str, Callable[[TaskConfig], Task]] = {
-    "pendulum_swingup": lambda cfg: PendulumSwingup(max_episode_steps=cfg.max_episode_steps),
-    "g1_walk_flat": _g1_walk_flat,
-    "g1_motion_tracking": _g1_motion_tracking,
-}
-TASKS: tuple[str, ...] = tuple(_TASKS)
+TASKS: tuple[str, ...] = tuple(task_sources.BUILTIN)  # the builtin tasks (others: envs/task_sources.py)
 SIMS: tuple[str, ...] = ("mujoco", "mjwarp")
 
 
@@ -46,32 +23,20 @@ def _check(key: str, value: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{key}={value!r} is not known; allowed values: {', '.join(allowed)}")
 
 
-def is_mjlab(name: str) -> bool:
-    """An mjlab task (`mjlab:<id>`): a whole VecEnv from duorl.envs.mjlab, no Task."""
-    from duorl.envs.mjlab import PREFIX
-
-    return name.startswith(PREFIX)
-
-
 def make_task(task_cfg: TaskConfig) -> Task:
-    """A fresh, unbound task for `task_cfg` (cheap: parses nothing until a backend asks)."""
-    _check("task.name", task_cfg.name, TASKS)
-    return _TASKS[task_cfg.name](task_cfg)
+    """A fresh, unbound task for `task_cfg` from its source (cheap: parses nothing until a backend asks).
+    ConfigError for a name no source resolves, or an mjlab task (a whole VecEnv, no Task)."""
+    return task_sources.make_task(task_cfg)
 
 
 def env_spec(task_cfg: TaskConfig) -> EnvSpec:
-    """Shapes and timing of the configured task, without building any simulation (an mjlab task
-    builds one env once per process: duorl.envs.mjlab.task_spec)."""
-    if is_mjlab(task_cfg.name):  # mjlab dispatch (minimal; the lead reconciles it with the tasks resolver)
-        from duorl.envs import mjlab
-
-        return mjlab.task_spec(task_cfg.name[len(mjlab.PREFIX):], task_cfg)
-    return make_task(task_cfg).spec
+    """Shapes and timing of the configured task, without building any simulation."""
+    return task_sources.task_spec(task_cfg)
 
 
 def tick_eager_reason(task_cfg: TaskConfig) -> str | None:
     """Why the task's env step cannot be captured in the collector's CUDA graph (None: it can)."""
-    if is_mjlab(task_cfg.name):
+    if task_sources.is_mjlab(task_cfg.name):
         from duorl.envs.mjlab.vec_env import MjlabVecEnv
 
         return MjlabVecEnv.tick_eager_reason
@@ -101,13 +66,11 @@ def make_vec_env(
     'cpu' (warp's CPU device, slow, for tests). `compile`: torch.compile the step's tensor code
     (config.switches.tick_compile_enabled resolves sim.tick_compile). `solver_early_exit`: mjwarp's
     solver loop stops once all worlds converged, inside a captured tick (solver_early_exit_enabled).
-    `play`: an env for `duorl play` (an mjlab task then uses its play configuration). An mjlab task is
-    built whole by duorl.envs.mjlab and always steps MuJoCo Warp.
+    `play`: the env is for evaluation (`duorl play`); an mjlab task then uses its play configuration.
+    An mjlab task is built whole by duorl.envs.mjlab (it steps MuJoCo Warp whatever sim_cfg says).
     """
-    if is_mjlab(task_cfg.name):  # mjlab dispatch (minimal; the lead reconciles it with the tasks resolver)
-        from duorl.envs import mjlab
-
-        return mjlab.make_vec_env(task_cfg.name[len(mjlab.PREFIX):], task_cfg, num_envs, device, seed, play=play)
+    if task_sources.is_mjlab(task_cfg.name):
+        return task_sources.mjlab_vec_env(task_cfg, num_envs, device, seed, play=play)
     _check("sim.name", sim_cfg.name, SIMS)
     task = make_task(task_cfg)
     if num_envs < 1:

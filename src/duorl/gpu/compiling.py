@@ -18,9 +18,10 @@ def maybe_compile(fn: F, enabled: bool) -> F:
     if not enabled:
         return fn
     import torch
-    import torch._dynamo
+
+    from duorl.gpu import torch_internals
 
     # every learner/env instance, batch shape, and train/eval or frozen/unfrozen call of a network is
     # a variant: keep them all compiled rather than silently falling back to eager at the default 8
-    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+    torch_internals.raise_dynamo_cache_limit(64)
     return torch.compile(fn, dynamic=False)  # type: ignore[return-value]

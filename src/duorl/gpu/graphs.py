@@ -1,4 +1,4 @@
-"""Whole-cycle CUDA graphs: one learner iteration captured as one `torch.cuda.CUDAGraph` (DESIGN.md §5).
+"""Whole-cycle CUDA graphs: one learner iteration captured as one `torch.cuda.CUDAGraph` (docs/design.md §5).
 
 `WholeCycleGraph(learner, extra_generators=[sampler.generator]).train_iteration(sample, n)` is a
 drop-in for `learner.train_iteration(sample, n)`. Per distinct cycle (the learner's `cycle_key`:
@@ -26,13 +26,14 @@ Any side stream used inside an iteration must fork from and join the capture str
 from __future__ import annotations
 
 import contextlib
-import importlib
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterator, Protocol, Sequence
 
 import torch
 from torch import nn
+
+from duorl.gpu import torch_internals
 
 __all__ = [
     "GraphCapturable",
@@ -390,16 +391,12 @@ class WholeCycleGraph:
 
 def graph_fingerprint(learner: GraphCapturable) -> tuple:
     """Everything whose change makes a captured graph stale (host reads only, no device sync)."""
-    mm = torch.nn.modules.module
+    torch_internals.verify_instance_attributes()  # the private attributes read below (cached: once)
     items: list[Any] = [
         getattr(learner, "state_generation", 0),
         (id(getattr(learner, "grad_sync", None)), _sync_fingerprint(learner)),
     ]
-    for name in ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
-                 "_global_backward_pre_hooks"):
-        items.append(_keys(getattr(mm, name, None)))
-    om = importlib.import_module("torch.optim.optimizer")
-    items += [_keys(getattr(om, "_global_optimizer_pre_hooks", None)), _keys(getattr(om, "_global_optimizer_post_hooks", None))]
+    items += [_keys(hooks) for hooks in torch_internals.global_hook_dicts()]
     # it runs before every replay, on the host ahead of the launch: one walk of each module tree, reading
     # each module's own parameters and buffers (module.parameters() and .buffers() would walk it again)
     for module in learner.graph_modules():
@@ -411,7 +408,7 @@ def graph_fingerprint(learner: GraphCapturable) -> tuple:
                 if p is not None:
                     g = p.grad
                     items.append((p.data_ptr(), p.requires_grad, g.data_ptr() if g is not None else None,
-                                  _keys(p._backward_hooks), _keys(getattr(p, "_post_accumulate_grad_hooks", None))))
+                                  _keys(p._backward_hooks), _keys(p._post_accumulate_grad_hooks)))
             buffers += [b.data_ptr() for b in m._buffers.values() if b is not None]
         items.append(tuple(buffers))
     for opt in learner.graph_optimizers():

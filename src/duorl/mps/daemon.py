@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -64,24 +65,42 @@ def _mig_enabled() -> bool:
     return any(line.strip().lower() == "enabled" for line in out.splitlines())
 
 
+_NO_CONTROL = "nvidia-cuda-mps-control not found on PATH (it ships with the NVIDIA driver)"
+
+
+def _usable_gpus() -> list[str]:
+    gpus = visible_gpus()
+    if not gpus:
+        raise MpsCommandError("no GPU is visible (nvidia-smi / CUDA_VISIBLE_DEVICES)")
+    if _mig_enabled():
+        raise MpsCommandError("MIG is enabled on this GPU; duorl does not run MPS on MIG instances (and never changes MIG mode)")
+    return gpus
+
+
+def start_prerequisites() -> list[str]:
+    """What `start` needs of the machine, checked without touching anything: visible GPUs (returned), no
+    MIG, the control binary on PATH. MpsCommandError names the first one missing (a benchmark asks
+    before it runs)."""
+    gpus = _usable_gpus()
+    if shutil.which("nvidia-cuda-mps-control") is None:
+        raise MpsCommandError(_NO_CONTROL)
+    return gpus
+
+
 def start(name: str = "default") -> dict[str, Any]:
     pipe, log, state_file = daemon_dirs(name)
     if state_file.exists():
         state = json.loads(state_file.read_text())
         if RealHost().path_kind(str(pipe / "control")) in ("socket", "fifo") and _answers(str(pipe)):
             raise MpsCommandError(f"duorl's MPS daemon '{name}' is already running (pipe {pipe}); stop it with: duorl mps stop --name {name}")
-    gpus = visible_gpus()
-    if not gpus:
-        raise MpsCommandError("no GPU is visible (nvidia-smi / CUDA_VISIBLE_DEVICES)")
-    if _mig_enabled():
-        raise MpsCommandError("MIG is enabled on this GPU; duorl does not run MPS on MIG instances (and never changes MIG mode)")
+    gpus = _usable_gpus()
     pipe.mkdir(parents=True, exist_ok=True)
     log.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=str(pipe), CUDA_MPS_LOG_DIRECTORY=str(log))
     try:
         r = subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, capture_output=True, text=True, timeout=20)
     except FileNotFoundError as e:
-        raise MpsCommandError("nvidia-cuda-mps-control not found on PATH (it ships with the NVIDIA driver)") from e
+        raise MpsCommandError(_NO_CONTROL) from e
     if r.returncode != 0:
         raise MpsCommandError(f"nvidia-cuda-mps-control -d failed: {r.stderr.strip() or r.stdout.strip()}")
     deadline = time.monotonic() + 10

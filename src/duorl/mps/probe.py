@@ -1,4 +1,4 @@
-"""CUDA MPS as an explicit runtime mode (DESIGN.md §6): the fail-closed probe and its evidence.
+"""CUDA MPS as an explicit runtime mode (docs/design.md §6): the fail-closed probe and its evidence.
 
 `probe_mps` runs before any env, learner or collector is built and raises `MpsUnavailable` naming the
 first unmet prerequisite, in a fixed order, with the command that fixes it. MPS fails open (a process

@@ -1,4 +1,4 @@
-"""One run's CUDA MPS mode as a session object: prepare, probe, verify, report (DESIGN.md §6).
+"""One run's CUDA MPS mode as a session object: prepare, probe, verify, report (docs/design.md §6).
 
 The probe and the client check return `MpsVerdict`s instead of raising, so the caller decides what a
 failure ends (one rank refuses its run; under data parallel the verdicts of every rank are gathered

@@ -37,6 +37,7 @@ from duorl.runtime.control import (
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
 from duorl.runtime.checkpoint import to_cpu
 from duorl.runtime.replay import ReplayLayout, ReplayRing
+from duorl.runtime.settings import DuoSettings
 from duorl.runtime.tick import CollectorTick
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import Entry, WeightBoard
@@ -44,39 +45,25 @@ from duorl.runtime.weights import Entry, WeightBoard
 
 @dataclass
 class CollectorArgs:
-    """Everything the spawned collector needs; picklable (factories are functools.partial of
-    module-level functions, tensors travel as shared memory / CUDA IPC handles)."""
+    """Everything the spawned collector needs: the duo's settings (the run's Config and what the rank
+    derived from it) and the handles of what the learner allocated. Picklable (factories are
+    functools.partial of module-level functions, tensors travel as shared memory / CUDA IPC handles)."""
 
+    settings: DuoSettings
     env_factory: Callable[[], Any]  # () -> VecEnv
     actor_factory: Callable[[torch.device], nn.Module]
-    device: str
     replay: dict[str, torch.Tensor]
     replay_layout: ReplayLayout
     board_slots: torch.Tensor
     board_layout: list[Entry]
     control: ControlBlock
-    env_steps_per_sync: int
     start_iteration: int
-    explore_seed: int
     learner_pid: int
-    torch_threads: int = 0
-    delay_ms: float = 0.0
-    # exact resume: where snapshots of the collector's state go, which iteration boundaries need one,
-    # and the snapshot to start from (None = a fresh env)
-    snapshot_dir: str | None = None
-    snapshot_every: int = 0
+    # exact resume: the snapshot to start from (None = a fresh env)
     restore: dict[str, Any] | None = None
-    # where the first non-finite env state the NaN guard met is saved, once (None: not saved)
-    nan_dump_path: str | None = None
-    # capture each tick as one CUDA graph (runtime/tick.py; CUDA collectors only)
-    tick_cuda_graph: bool = False
-    # the last eval_envs envs act deterministically (training.eval_envs)
-    eval_envs: int = 0
-    # liveness: how long the learner may go without a heartbeat (runtime/heartbeat.py)
+    # liveness: how long the learner may go without a heartbeat (settings.stall with this duo's
+    # peer factor; runtime/heartbeat.py)
     stall: StallBounds = field(default_factory=StallBounds)
-    # called with the message before this collector ends a learner whose heartbeat stopped (a
-    # data-parallel rank records it for the launcher); module-level functions only (pickled)
-    on_learner_stalled: Callable[[str], None] | None = None
 
 
 def _die_with_parent() -> None:
@@ -120,9 +107,9 @@ def _end_stalled_learner(args: CollectorArgs, why: str) -> None:
     message = f"{why}; the collector (pid {os.getpid()}) ends the learner"
     sys.stderr.write(f"duorl: error: {message}\n")
     sys.stderr.flush()
-    if args.on_learner_stalled is not None:
+    if args.settings.on_learner_stalled is not None:
         try:
-            args.on_learner_stalled(message)
+            args.settings.on_learner_stalled(message)
         except Exception:  # noqa: BLE001 - the message is on stderr already
             pass
     try:
@@ -142,10 +129,10 @@ def _learner_alive(pid: int) -> Callable[[], str | None]:
 
 
 def _run(args: CollectorArgs) -> None:
-    control = args.control
-    if args.torch_threads > 0:
-        torch.set_num_threads(args.torch_threads)
-    device = torch.device(args.device)
+    control, settings = args.control, args.settings
+    if settings.torch_threads > 0:
+        torch.set_num_threads(settings.torch_threads)
+    device = torch.device(settings.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
     beat = Heartbeat(control, "collector", args.stall)
@@ -157,21 +144,21 @@ def _run(args: CollectorArgs) -> None:
     ring = ReplayRing(args.replay, args.replay_layout)
     board = WeightBoard(args.board_slots, args.board_layout)
     gen = torch.Generator(device=device)
-    gen.manual_seed(args.explore_seed)
+    gen.manual_seed(settings.explore_seed)
     timer = PhaseTimer(device)
     learner_alive = _learner_alive(args.learner_pid)
     stop = lambda: control.get(STOP) == 1  # noqa: E731
-    s = args.env_steps_per_sync
+    s = settings.env_steps_per_sync
     spin = spins_while_waiting(device)
 
     control.write_device(_opened_device(device))
     obs = _to(env.reset(), device)
     if args.restore is not None:
         obs = _restore(args.restore, env, actor, gen, device)
-    tick = CollectorTick(env, actor, ring, gen, obs, device, cuda_graph=args.tick_cuda_graph, timer=timer,
-                         eval_envs=args.eval_envs)
-    snapshots = _Snapshots(args.snapshot_dir, beat)
-    nan_snapshot = getattr(env, "nan_snapshot", None) if args.nan_dump_path else None
+    tick = CollectorTick(env, actor, ring, gen, obs, device, cuda_graph=settings.tick_cuda_graph, timer=timer,
+                         eval_envs=settings.eval_envs)
+    snapshots = _Snapshots(settings.snapshot_dir, beat)
+    nan_snapshot = getattr(env, "nan_snapshot", None) if settings.nan_dump_path else None
     control.set(COLLECTOR_READY, 1)
     k = args.start_iteration
     try:
@@ -189,13 +176,13 @@ def _run(args: CollectorArgs) -> None:
             # the first tick compiles (sim.tick_compile) or is captured (sim.tick_cuda_graph): a long phase
             beat.phase("stepping" if k > args.start_iteration else "compiling or capturing")
             tick.run(k * s, s)
-            if args.delay_ms > 0:
-                time.sleep(args.delay_ms / 1e3)
+            if settings.collector_delay_ms > 0:
+                time.sleep(settings.collector_delay_ms / 1e3)
             # the publish: rows must be in memory before the learner may read them
             sync(device)
             stats = timer.collect()
             if nan_snapshot is not None and bool(nan_snapshot.taken):  # after the sync: no extra stall
-                torch.save({"iteration": k, **nan_snapshot.tensors()}, args.nan_dump_path)
+                torch.save({"iteration": k, **nan_snapshot.tensors()}, settings.nan_dump_path)
                 nan_snapshot = None
             stats["collector_learner_wait_ms"] = waited * 1e3
             stats["collector_iteration_ms"] = (time.perf_counter() - t_iter) * 1e3
@@ -203,7 +190,7 @@ def _run(args: CollectorArgs) -> None:
             stats.update(tick.sums.result())
             # the state after iteration k is the start of iteration k+1: keep it for a checkpoint there
             snapshots.take(k, env, actor, gen, tick.obs)
-            if args.snapshot_every > 0 and (k + 1) % args.snapshot_every == 0:
+            if settings.save_interval > 0 and (k + 1) % settings.save_interval == 0:
                 snapshots.persist(k + 1)
             control.write_stats(k, stats)
             control.set(TICKS_WRITTEN, (k + 1) * s)

@@ -1,4 +1,4 @@
-"""How one duo agrees with the other ranks of a data-parallel run (DESIGN.md §4), as seen by the loop.
+"""How one duo agrees with the other ranks of a data-parallel run (docs/design.md §4), as seen by the loop.
 
 The loop is the same at any world size. At every iteration boundary it asks the coordinator whether
 to stop, so that every rank stops at the same boundary (a signal, a wall-time limit or a failed

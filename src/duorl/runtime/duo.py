@@ -1,4 +1,4 @@
-"""One duo: the learner loop in this process and a spawned collector process (DESIGN.md §3).
+"""One duo: the learner loop in this process and a spawned collector process (docs/design.md §3).
 
 Learner iteration k: wait until every tick < k*s is in replay, train `updates_per_step` updates on
 ticks the collector cannot be writing, publish W_{k+1}. Collector iteration k runs with W_k. The policy
@@ -21,7 +21,7 @@ from duorl.envs.base import EnvSpec
 from duorl.gpu.graphs import GraphCaptureError
 from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapshots
 from duorl.runtime.coordination import RankCoordinator, RankLost, Solo
-from duorl.runtime.heartbeat import Heartbeat, PeerWatch, StallBounds
+from duorl.runtime.heartbeat import Heartbeat, PeerWatch
 from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
 from duorl.runtime import stop_signals
 from duorl.runtime.control import (
@@ -41,52 +41,12 @@ from duorl.runtime.control import (
     wait_until,
 )
 from duorl.runtime.iteration_metrics import IterationMetrics
-from duorl.runtime.replay import AgeBias, ReplayLayout, ReplayRing, ReplaySampler, readable_window
+from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readable_window
+from duorl.runtime.settings import DuoSettings
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import WeightBoard
 
 POLICY_LAG_ITERATIONS = 1
-
-
-@dataclass(frozen=True)
-class DuoSettings:
-    device: str
-    num_envs: int
-    env_steps_per_sync: int
-    buffer_size: int  # ring capacity in ticks
-    max_iterations: int
-    learning_starts: int  # ticks in replay before the first update
-    updates_per_step: int
-    save_interval: int
-    log_interval: int
-    explore_seed: int
-    replay_seed: int
-    torch_threads: int = 0
-    collector_delay_ms: float = 0.0
-    learner_delay_ms: float = 0.0
-    check_replay_window: bool = False
-    # learner iterations as whole-cycle CUDA graphs (duorl.gpu.graphs; CUDA only)
-    whole_cycle_cuda_graph: bool = False
-    # age-biased replay sampling (WarpSAC); None = uniform over the readable window
-    replay_age_bias: AgeBias | None = None
-    # where the collector leaves its state for checkpoints (None: no exact-resume state is kept)
-    snapshot_dir: str | None = None
-    checkpoint_replay: bool = False
-    nan_dump_path: str | None = None
-    # collector ticks as one CUDA graph each (runtime/tick.py; CUDA envs only)
-    tick_cuda_graph: bool = False
-    # stop at the first iteration boundary after this many seconds of run() (None: no limit)
-    max_wall_s: float | None = None
-    # the last eval_envs envs act deterministically and are logged as Eval/* (runtime/tick.py)
-    eval_envs: int = 0
-    # debug: a NaN added to the losses of the first update of this learner iteration (-1 = never)
-    nan_loss_iteration: int = -1
-    # debug: this rank's whole-cycle graph capture fails
-    fail_capture: bool = False
-    # liveness: stall bounds of both processes (runtime/heartbeat.py)
-    stall: StallBounds = field(default_factory=StallBounds)
-    # the collector calls this (pickled: a module-level function) before it ends a frozen learner
-    on_learner_stalled: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -233,29 +193,19 @@ class Duo:
     def _spawn_collector(self, start_iteration: int) -> None:
         s = self.s
         args = CollectorArgs(
+            settings=s,
             env_factory=self.env_factory,
             actor_factory=self.actor_factory,
-            device=s.device,
             replay=self.ring.t,
             replay_layout=self.layout,
             board_slots=self.board.slots,
             board_layout=self.board.layout,
             control=self.control,
-            env_steps_per_sync=s.env_steps_per_sync,
             start_iteration=start_iteration,
-            explore_seed=s.explore_seed,
-            snapshot_dir=s.snapshot_dir,
-            snapshot_every=s.save_interval,
-            nan_dump_path=s.nan_dump_path,
             restore=self.resume.collector if self.resume is not None else None,
             learner_pid=os.getpid(),
-            torch_threads=s.torch_threads,
-            delay_ms=s.collector_delay_ms,
-            tick_cuda_graph=s.tick_cuda_graph,
-            eval_envs=s.eval_envs,
             # a data-parallel learner waits for the other ranks inside its update: its collector allows it more
             stall=replace(s.stall, peer_factor=2.0 if self.coord.world_size > 1 else 1.0),
-            on_learner_stalled=s.on_learner_stalled,
         )
         ctx = mp.get_context("spawn")
         # daemon: multiprocessing terminates it if this process exits on an unhandled path
@@ -339,7 +289,7 @@ class Duo:
         self._shutdown(final_boundary=k)
         if status == "completed" and stop():
             status = "interrupted"
-        env_steps = self.control.get(TICKS_WRITTEN) * s.num_envs
+        env_steps = self._env_steps(k)
         if not keep_last_checkpoint and status != "refused" and (
                 status != "failed" or (self.coord.world_size == 1 and k > start)):
             # with peers the final checkpoint is gathered from every rank, so a rank that failed alone
@@ -398,6 +348,12 @@ class Duo:
             "replay_origin": self.replay_origin,
             "replay_bytes": self.layout.nbytes(),
         }
+
+    def _env_steps(self, iterations: int) -> int:
+        """The env steps of `iterations` iterations: env_steps_per_sync ticks of num_envs envs each. The one
+        count of metrics rows, checkpoints and the summary; the collector's progress counter at that
+        moment may be an iteration behind or ahead."""
+        return iterations * self.s.env_steps_per_sync * self.s.num_envs
 
     def _loop(self, start: int, stop: _StopFlag, t_start: float) -> dict[str, float]:
         s = self.s
@@ -460,7 +416,7 @@ class Duo:
 
             if (k + 1) % s.log_interval == 0 or k == s.max_iterations - 1:
                 now = time.perf_counter()
-                env_steps = self.control.get(TICKS_WRITTEN) * n
+                env_steps = self._env_steps(k + 1)
                 m = metrics.row(env_steps, now, timer.collect().get("learner_train_ms"), metrics_dev)
                 self.reporter.log(k + 1, env_steps, now - t_start, m)
                 last = m
@@ -475,7 +431,7 @@ class Duo:
                     spin=self._spin,
                 )
                 self.reporter.checkpoint(
-                    k + 1, self.control.get(TICKS_WRITTEN) * n, final=False, runtime_state=self._runtime_state(k + 1)
+                    k + 1, self._env_steps(k + 1), final=False, runtime_state=self._runtime_state(k + 1)
                 )
         return last
 

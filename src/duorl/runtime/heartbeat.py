@@ -1,4 +1,4 @@
-"""Heartbeats and stall detection of one duo (DESIGN.md §3 liveness).
+"""Heartbeats and stall detection of one duo (docs/design.md §3 liveness).
 
 Each process publishes, in the control block, its phase and a host timestamp (`time.monotonic_ns`:
 one clock for every process of the host) whenever its phase changes and on every poll while it

@@ -1,5 +1,5 @@
 """What the learner loop logs: per-iteration timings and collector statistics, accumulated between
-log rows and turned into the canonical metrics (DESIGN.md §8) at each one.
+log rows and turned into the canonical metrics (docs/design.md §8) at each one.
 
 The loop hands over host numbers it already has (no extra sync); device metrics from the learner are
 read once per row, outside the update.

@@ -1,4 +1,4 @@
-"""The learner's side of liveness (DESIGN.md §3): its phase follows its calls into the other ranks and
+"""The learner's side of liveness (docs/design.md §3): its phase follows its calls into the other ranks and
 into the run directory, and a collector is never left behind.
 
 The wrappers only mark phases (runtime/heartbeat.py): a call into the other ranks may wait for a slow

@@ -2,7 +2,7 @@
 
 The ring holds `capacity_ticks` collector ticks of `num_envs` transitions each; tick t lives in row
 t % capacity_ticks. The learner allocates it; the collector writes rows; the learner samples only from
-a window of ticks that the collector cannot be writing (DESIGN.md §3):
+a window of ticks that the collector cannot be writing (docs/design.md §3):
 
     learner iteration k reads ticks [max(0, k*s - (C - s)), k*s)
 
@@ -52,6 +52,13 @@ class AgeBias:
     decay_ticks: int = 0
     min_weight: float = 0.1
     num_buckets: int = 2000
+
+    @classmethod
+    def of(cls, algo: Any) -> "AgeBias | None":
+        """The bias an AlgoConfig asks for: algo.decay_step > 0 (WarpSAC), else None (uniform replay)."""
+        if algo.decay_step <= 0:
+            return None
+        return cls(algo.decay_step, algo.replay_min_weight, algo.replay_num_buckets)
 
     def __post_init__(self) -> None:
         if self.decay_ticks < 0 or not 0.0 < self.min_weight <= 1.0 or self.num_buckets < 1:

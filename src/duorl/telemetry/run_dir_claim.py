@@ -1,4 +1,4 @@
-"""A run directory is never reused (DESIGN.md §8): the path a run will write is checked before anything
+"""A run directory is never reused (docs/design.md §8): the path a run will write is checked before anything
 is built, and then created atomically (`os.mkdir`, which fails if it exists: never `exist_ok`), so two
 runs can never share one and a finished run can never be overwritten."""
 

@@ -1,9 +1,10 @@
-"""The run directory (DESIGN.md §8): the Reporter of one run, which writes its metrics, progress,
+"""The run directory (docs/design.md §8): the Reporter of one run, which writes its metrics, progress,
 checkpoints and summary. Under data parallel only rank 0 holds one."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,12 @@ def default_run_dir(cfg: Config) -> Path:
     from duorl.telemetry.run_dir_claim import unused_name
 
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return unused_name(Path("runs") / f"{cfg.task.name}-{cfg.algo.name}-{stamp}")
+    task = re.sub(r"[^A-Za-z0-9_.\-]", "_", cfg.task.name)  # mjlab:ID, package.module:factory
+    return unused_name(Path("runs") / f"{task}-{cfg.algo.name}-{stamp}")
 
 
 class RunDirectory:
-    """The Reporter of one run: metrics, progress, checkpoints and the summary (DESIGN.md §8)."""
+    """The Reporter of one run: metrics, progress, checkpoints and the summary (docs/design.md §8)."""
 
     def __init__(self, cfg: Config, run_dir: Path, learner: Any, device: torch.device) -> None:
         from duorl.telemetry.progress import ProgressLine

@@ -1,4 +1,4 @@
-"""run_config.json, run_summary.json and the runtime manifest (DESIGN.md §8)."""
+"""run_config.json, run_summary.json and the runtime manifest (docs/design.md §8)."""
 
 from __future__ import annotations
 

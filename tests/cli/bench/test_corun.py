@@ -23,6 +23,7 @@ def _gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_corun_times_each_side_in_its_own_process(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out = tmp_path / "corun.json"
@@ -66,3 +67,27 @@ def test_corun_refuses_before_starting(capsys: pytest.CaptureFixture[str], extra
     argv = ["bench", "corun", "--task", "pendulum_swingup", "--sim", "mujoco", "--device", "cpu", *extra]
     assert main(argv) == 2
     assert needle in capsys.readouterr().err
+
+
+def test_corun_refuses_an_mps_arm_this_machine_cannot_start_before_any_arm(monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """With CUDA but no way to start an MPS daemon (here: no nvidia-smi, faked on any machine), the
+    both_mps arm is refused before the learner, collector and both arms spend their windows."""
+    import torch
+
+    import duorl.cli.bench.corun as corun
+    import duorl.mps.daemon as daemon
+
+    def no_smi(_args: list[str]) -> str:
+        raise daemon.MpsCommandError("nvidia-smi not found: CUDA MPS needs an NVIDIA driver on this machine")
+
+    def no_arm(*_a: object, **_k: object) -> None:
+        raise AssertionError("an arm ran before the MPS arm was checked")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(daemon, "_nvidia_smi", no_smi)
+    monkeypatch.setattr(corun, "_run_arm", no_arm)
+    assert main(["bench", "corun", "--task", "pendulum_swingup", "--sim", "mujoco"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --arms=learner,collector,both,both_mps: both_mps starts a CUDA MPS daemon, and "
+                          "nvidia-smi not found") and "Fix: leave both_mps out" in err and err.count("\n") == 1

@@ -55,3 +55,13 @@ def test_one_device_prices_data_parallel_against_the_plain_run(tmp_path):
 def test_the_benchmark_sets_the_devices_itself():
     with pytest.raises(ValueError, match="sets the devices itself"):
         ScalingSpec("sac", "t", None, ("0", "1"), overrides=("training.devices=[3]",)).check()
+
+
+def test_the_plain_arm_drops_the_data_parallel_keys():
+    """A one-device run refuses data-parallel keys (config.validate.check_data_parallel_keys): the plain arm
+    runs without them, the world-size-1 arm with them."""
+    spec = ScalingSpec("sac", "pendulum_swingup", "mujoco", ("0",), overrides=(
+        "training.dp_gradient_wire_dtype=bfloat16", "training.num_envs=4"))
+    plain, dp = spec.command("plain", Path("p")), spec.command("world_size_1", Path("w"))
+    assert "training.num_envs=4" in plain and "training.dp_gradient_wire_dtype=bfloat16" not in plain
+    assert "training.dp_gradient_wire_dtype=bfloat16" in dp

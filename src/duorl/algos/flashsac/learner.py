@@ -1,6 +1,6 @@
 """FlashSAC learner (and WarpSAC, which differs only in replay sampling, chosen by the runtime).
 
-One update (DESIGN.md §3 runs `num_updates` of them per learner iteration), in FlashSAC's order:
+One update (docs/design.md §3 runs `num_updates` of them per learner iteration), in FlashSAC's order:
   lr       linear warm-up then cosine, from a device-side update counter (schedule.py)
   actor    every `policy_frequency`-th update, first: alpha*log pi - min(Q1, Q2), the actor run on
            current and next observations in one pass (BatchNorm statistics over both), the critic

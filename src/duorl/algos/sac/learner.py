@@ -1,13 +1,13 @@
 """FastSAC learner: SAC with twin C51 distributional critics, for massively parallel simulation.
 
-One update (DESIGN.md §3 runs `num_updates` of them per learner iteration):
+One update (docs/design.md §3 runs `num_updates` of them per learner iteration):
   critic   soft distributional Bellman target from the Polyak target critics; clipped double-Q by
            picking, per sample, the projected target distribution with the smaller expected value
   actor    every `policy_frequency`-th update (counted across calls): alpha*log pi - min(Q1, Q2)
   alpha    with the actor: log_alpha toward target entropy = target_entropy_scale * action_dim
   targets  Polyak average with tau after every critic update
 
-Graph-friendly by construction (a later issue captures a whole iteration in one CUDA graph): no
+Graph-friendly by construction, so that gpu/graphs.py can capture a whole iteration as one CUDA graph: no
 `.item()` or other host reads, no Python branch on a tensor value, fixed shapes, learning rates as
 device tensors (fused AdamW, capturable on CUDA), gradients allocated once and zeroed in place, and
 every random draw from one dedicated `torch.Generator` (register it with the graph). The actor

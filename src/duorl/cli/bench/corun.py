@@ -259,6 +259,14 @@ def main(args: argparse.Namespace) -> int:
         if "both_mps" in arms and not cuda:
             raise ConfigError("--arms", args.arms, "both_mps needs a CUDA device", "learner,collector,both here",
                               "leave both_mps out on this machine")
+        if "both_mps" in arms:  # before the other arms' minutes: can this machine start a daemon at all?
+            from duorl.mps.daemon import MpsCommandError, start_prerequisites
+
+            try:
+                start_prerequisites()
+            except MpsCommandError as e:
+                raise ConfigError("--arms", ",".join(arms), f"both_mps starts a CUDA MPS daemon, and {e}",
+                                  "learner,collector,both here", "leave both_mps out: --arms learner,collector,both") from None
         if args.window_s <= 0 or args.warmup < 1:
             raise ConfigError("--window-s/--warmup", f"{args.window_s}/{args.warmup}", "out of range",
                               "window > 0 s, warmup >= 1", "e.g. --window-s 15 --warmup 5")

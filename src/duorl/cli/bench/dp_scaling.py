@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from duorl.cli.bench.mps_matrix import FIELDS, IGNORE_FIRST, REPORT_LAST, mean_of, summarize_run
-from duorl.cli.bench.report import run_checked, train_command
+from duorl.cli.bench.report import arm_overrides, check_arms, run_checked, train_command
 
 MIN_EFFICIENCY = 0.70  # seed 004: below this the scaling is a failure to investigate
 TARGET_EFFICIENCY = 0.90
@@ -55,11 +55,29 @@ class ScalingSpec:
         n = len(self.devices)
         return ("plain", "world_size_1") if n == 1 else ("world_size_1", f"world_size_{n}")
 
-    def command(self, arm: str, log_dir: Path) -> list[str]:
+    def arm_settings(self, arm: str) -> tuple[str, ...]:
+        """What the arm sets beside the user's overrides: its devices and data parallel on or off (a
+        one-device run refuses the data-parallel keys: they apply to the other arms only)."""
+        from duorl.config.keys import data_parallel_only
+
         world = 1 if arm in ("plain", "world_size_1") else len(self.devices)
-        return train_command(self.algo, self.task, self.sim, log_dir, self.iterations,
-                             f"training.devices=[{','.join(self.devices[:world])}]",
-                             f"training.data_parallel={'false' if arm == 'plain' else 'true'}", *self.overrides)
+        overrides = self.overrides
+        if arm == "plain":
+            overrides = tuple(o for o in overrides if o.split("=", 1)[0].strip() not in data_parallel_only())
+        return (f"training.devices=[{','.join(self.devices[:world])}]",
+                f"training.data_parallel={'false' if arm == 'plain' else 'true'}", *overrides)
+
+    def command(self, arm: str, log_dir: Path) -> list[str]:
+        return train_command(self.algo, self.task, self.sim, log_dir, self.iterations, *self.arm_settings(arm))
+
+    def preflight(self) -> None:
+        """The arguments (check), then every arm's run as `duorl train` would check it (devices that
+        exist, the configuration, MPS): before the first run, so that a machine without these devices is
+        refused at once, not after the first arm's run."""
+        self.check()
+        check_arms(self.algo, self.task, self.sim,
+                   {arm: arm_overrides(self.iterations, *self.arm_settings(arm)) for arm in self.arms},
+                   f"--devices={','.join(self.devices)}")
 
 
 def run_scaling(spec: ScalingSpec, workdir: Path, run: Callable[[list[str]], int] | None = None) -> dict[str, Any]:
@@ -119,7 +137,7 @@ def bench_dp_main(algo: str, task: str, sim: str | None, devices: str, iteration
                   ignore_first: int, report_last: int, out: str | None, overrides: list[str]) -> int:
     spec = ScalingSpec(algo, task, sim, tuple(d.strip() for d in devices.split(",") if d.strip()), iterations, repeats,
                        ignore_first, report_last, tuple(overrides))
-    result = run_checked(spec.check, lambda workdir: run_scaling(spec, workdir), "duorl-bench-dp-", out)
+    result = run_checked(spec.preflight, lambda workdir: run_scaling(spec, workdir), "duorl-bench-dp-", out)
     if result is None:
         return 2
     code = verdict(result)

@@ -44,12 +44,12 @@ def _algo_only_config(algo: str, overrides: list[str]) -> Any:
     """schema < algo YAML < overrides, without any task layer (the G1-dimension default)."""
     import yaml
 
-    from duorl.config.catalog import algo_yaml
+    from duorl.config.load import read_algo_yaml
     from duorl.config.schema import Config
     from duorl.config.validate import validate
 
     cfg = Config()
-    data = yaml.safe_load(algo_yaml(algo).read_text(encoding="utf-8")) or {}
+    data = read_algo_yaml(algo)  # with the file its base: names (warpsac.yaml: flashsac.yaml)
     for section, values in data.items():
         for key, value in (values or {}).items():
             _set_dotted(cfg, f"{section}.{key}", value)
@@ -134,8 +134,7 @@ def learner_fixture(algo: str, task: str | None = None, overrides: list[str] | N
     import torch
 
     from duorl.algos.registry import make_learner
-    from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler
-    from duorl.cli.train import replay_age_bias
+    from duorl.runtime.replay import AgeBias, ReplayLayout, ReplayRing, ReplaySampler
 
     cfg, spec = bench_config(algo, task, list(overrides or []))
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -168,7 +167,7 @@ def learner_fixture(algo: str, task: str | None = None, overrides: list[str] | N
             from duorl.algos.grad_buffers import LocalValidity
 
             learner.set_synchronizer(LocalValidity(dev))
-        sampler = ReplaySampler(ring, torch.Generator(device=dev).manual_seed(seed + 1), age_bias=replay_age_bias(a))
+        sampler = ReplaySampler(ring, torch.Generator(device=dev).manual_seed(seed + 1), age_bias=AgeBias.of(a))
         sampler.set_window(0, ticks)
         obs_a, obs_c = ring.ticks_obs(0, ticks)
         learner.observe(obs_a, obs_c)
@@ -205,7 +204,7 @@ def run_learner_bench(
     fx = learner_fixture(algo, task, overrides, device, replay_ticks, seed, data_parallel, synchronizer)
     cfg, spec, dev, a, setup, sync = fx.cfg, fx.spec, fx.device, fx.cfg.algo, fx.setup, fx.sync
     n_envs, ticks, group, synchronizers = cfg.training.num_envs, fx.ticks, fx.group, fx.synchronizers
-    from duorl.cli.train import replay_age_bias
+    from duorl.runtime.replay import AgeBias
 
     n = fx.num_updates
     profiles: dict[str, Any] = {}
@@ -257,7 +256,7 @@ def run_learner_bench(
         "updates_per_step": n,
         "policy_frequency": a.policy_frequency,
         "use_autocast": bool(a.use_autocast and dev.type == "cuda"),
-        "replay_sampling": "age_biased" if replay_age_bias(a) is not None else "uniform",
+        "replay_sampling": "age_biased" if AgeBias.of(a) is not None else "uniform",
         "synchronizer": "all_reduce" if data_parallel else synchronizer,
         "iterations_timed": iters,
         "eager_ms_per_iteration": _stats(eager_ms),

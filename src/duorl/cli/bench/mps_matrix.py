@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from duorl.cli.bench.report import run_checked, train_command
+from duorl.cli.bench.report import arm_overrides, check_arms, run_checked, train_command
 from duorl.telemetry.metrics_file import read_metrics
 
 FIELDS = {
@@ -33,6 +33,7 @@ FIELDS = {
     "dp_allreduce_round_ms": "Perf/dp_allreduce_round_ms",  # DP graph: one eager all-reduce round, measured
 }
 IGNORE_FIRST, REPORT_LAST = 50, 100
+ARMS = ("off", "mps")  # in the order they run, interleaved over the repeats
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,19 @@ class MatrixSpec:
         if self.repeats < 1:
             raise ValueError("--repeats must be >= 1")
 
-    def command(self, arm: str, log_dir: Path) -> list[str]:
+    def arm_settings(self, arm: str) -> tuple[str, ...]:
         mps = ("training.cuda_process_sharing=mps",) if arm == "mps" else ()
-        return train_command(self.algo, self.task, self.sim, log_dir, self.iterations, *self.overrides, *mps)
+        return (*self.overrides, *mps)
+
+    def command(self, arm: str, log_dir: Path) -> list[str]:
+        return train_command(self.algo, self.task, self.sim, log_dir, self.iterations, *self.arm_settings(arm))
+
+    def preflight(self) -> None:
+        """The arguments (check), then both arms' runs as `duorl train` would check them, MPS's
+        prerequisites included: before the off arm's minutes, not after them."""
+        self.check()
+        check_arms(self.algo, self.task, self.sim,
+                   {arm: arm_overrides(self.iterations, *self.arm_settings(arm)) for arm in ARMS})
 
 
 def summarize_run(run_dir: Path, ignore_first: int = IGNORE_FIRST, report_last: int = REPORT_LAST) -> dict[str, Any]:
@@ -77,10 +88,10 @@ def summarize_run(run_dir: Path, ignore_first: int = IGNORE_FIRST, report_last: 
 def run_matrix(spec: MatrixSpec, workdir: Path, run: Callable[[list[str]], int] | None = None) -> dict[str, Any]:
     spec.check()
     run = run or (lambda cmd: subprocess.run(cmd).returncode)
-    runs: dict[str, list[dict[str, Any]]] = {"off": [], "mps": []}
+    runs: dict[str, list[dict[str, Any]]] = {arm: [] for arm in ARMS}
     commands: dict[str, str] = {}
     for r in range(spec.repeats):
-        for arm in ("off", "mps"):
+        for arm in ARMS:
             d = workdir / f"{arm}_{r}"
             cmd = spec.command(arm, d)
             commands.setdefault(arm, " ".join(cmd[1:]).replace(str(d), "RUN_DIR"))
@@ -119,7 +130,7 @@ def mean_of(values: list[Any]) -> float | None:
 
 def bench_mps_main(algo: str, task: str, sim: str | None, iterations: int, repeats: int, out: str | None, overrides: list[str]) -> int:
     spec = MatrixSpec(algo, task, sim, iterations, repeats, tuple(overrides))
-    result = run_checked(spec.check, lambda workdir: run_matrix(spec, workdir), "duorl-bench-mps-", out)
+    result = run_checked(spec.preflight, lambda workdir: run_matrix(spec, workdir), "duorl-bench-mps-", out)
     if result is None:
         return 2
     return 0 if result["arms"]["off"]["completed"] and result["arms"]["mps"]["completed"] else 1

@@ -1,6 +1,6 @@
 """Locating the Unitree G1 model file, and filling the local cache from the mjlab wheel on PyPI.
 
-The model is never vendored (DESIGN.md §7). It is found, in this order:
+The model is never vendored (docs/design.md §7). It is found, in this order:
   1. `task.robot_xml` (an explicit path),
   2. the `DUORL_G1_XML` environment variable,
   3. an installed `mjlab` package: located with `importlib.util.find_spec`, never imported (importing

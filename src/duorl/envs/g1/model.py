@@ -8,7 +8,7 @@ From the published model file (assets.resolve_g1_xml) this module
     carry no self-collision term, and each avoided contact is solver work on every substep),
   - adds a floor and one PD position actuator per joint with per-joint-group gains from the
     reflected armature of the joint's motor at a 10 Hz natural frequency and damping ratio 2
-    (DESIGN.md §7 table), force-limited at the motor's effort limit,
+    (docs/design.md §7 table), force-limited at the motor's effort limit,
   - sets the physics options of the published G1 tasks (dt 0.005, implicitfast, Newton, 10/20
     iterations).
 """
@@ -85,7 +85,7 @@ ACTUATOR_GROUPS: tuple[ActuatorGroup, ...] = (
     ActuatorGroup("4010", _A4010, 5.0, r".*_wrist_(pitch|yaw)_joint"),
 )
 
-# The standing pose (knees bent), DESIGN.md §7; joints not named are 0.
+# The standing pose (knees bent), docs/design.md §7; joints not named are 0.
 ROOT_HEIGHT = 0.76
 _POSE = {
     "hip_pitch": -0.312, "knee": 0.669, "ankle_pitch": -0.363, "elbow": 0.6, "shoulder_pitch": 0.2,

@@ -4,9 +4,9 @@ Each check adds Findings: an error where the clip cannot be used as it is, a war
 (the message says what duorl does instead). The order matters: a clip in degrees or centimetres
 makes every kinematic comparison meaningless, so unit and quaternion errors stop the run early.
 
-  finite values, at least 2 frames, fps finite and > 0, a resample to the control rate that keeps
-  the clip; joint angles in degrees, positions in centimetres or millimetres; root quaternion norm
-  and order ((w, x, y, z) vs (x, y, z, w): whichever places the stored bodies, or failing those the
+  fps finite and > 0, a resample to the control rate that keeps the clip, a clip of at least
+  MIN_CLIP_SECONDS (every value is a finite real number: the readers refuse anything else); joint
+  angles in degrees, positions in centimetres or millimetres; root quaternion norm and order ((w, x, y, z) vs (x, y, z, w): whichever places the stored bodies, or failing those the
   robot on the floor); joints against their limits; stored body arrays against forward kinematics;
   stored velocities against finite differences of the poses (and the fps they imply); speeds the G1
   cannot reach; contact with duorl's flat floor (geoms below it, the robot floating: terrain clips);
@@ -34,6 +34,10 @@ MANY_BEYOND, MANY_BEYOND_RAD = 3, 0.1  # so many joints so far beyond: the colum
 BODY_POS_WARN, BODY_POS_ERROR = 0.02, 0.05  # m, stored body position vs forward kinematics
 BODY_ORI_WARN, BODY_ORI_ERROR = 0.1, 0.3  # rad
 JOINT_VEL_WARN, LIN_VEL_WARN, ANG_VEL_WARN = 0.2, 0.1, 0.2  # mean disagreement with finite differences
+# stored joint rates that another fps explains (ClipChecker._wrong_rate): (cosine, factor) bounds
+FPS_FIT_TIGHT, FPS_RATIO_TIGHT = 0.95, 1.25
+FPS_FIT_LOOSE, FPS_RATIO_LOOSE = 0.8, 1.5
+MIN_CLIP_SECONDS = 1.0  # shorter clips leave episodes too short to learn from (ClipChecker._too_short)
 MAX_JOINT_SPEED = 30.0  # rad/s, 99th percentile: beyond any G1 motor
 MAX_ROOT_SPEED = 8.0  # m/s, 99th percentile: faster than a sprint
 PENETRATION_WARN, PENETRATION_ERROR = 0.01, 0.05  # m below the floor
@@ -100,29 +104,39 @@ class ClipChecker:
 
     # -- one check each ------------------------------------------------------------------------
     def _basics(self, s: SourceMotion) -> list[Finding]:
-        out = []
-        for name, a, fld in (("root position", s.root_pos, ROOT_POS_FIELD[s.format]),
-                             ("root quaternion", s.root_quat, s.root_quat_field), ("joint angles", s.joint_pos, s.joint_field)):
-            bad = np.flatnonzero(~np.isfinite(a).all(axis=1))
-            if len(bad):
-                out.append(error(fld, f"{name} not finite at {len(bad)} frames (first {bad[0]})", "a broken export"))
-        if s.num_frames < 2:
-            out.append(error(s.joint_field, f"{s.num_frames} frame(s); a clip needs at least 2"))
+        # (every value is finite and a real number: the readers refuse anything else, motion/formats.py)
         if not np.isfinite(s.fps) or s.fps <= 0:
-            out.append(error(s.fps_field, f"fps={s.fps:g}, expected a finite number > 0", "a missing or corrupt fps",
-                             "pass --fps N (duorl motion import)"))
-        elif s.num_frames >= 2:
-            duration = (s.num_frames - 1) / s.fps
-            kept = int(np.floor(duration * CONTROL_FPS + 1e-9)) + 1
-            if kept < 2:
-                out.append(error(s.fps_field, f"{s.num_frames} frames at fps={s.fps:g} last {duration * 1e3:.3g} ms: resampled to "
-                                 f"the {CONTROL_FPS:g} Hz control rate that keeps {kept} frame(s)",
-                                 "fps in the wrong unit (e.g. a frame period or a sample count)",
-                                 "pass the real frame rate: duorl motion import SRC OUT.npz --fps N"))
-            elif not 10.0 <= s.fps <= 1000.0:
-                out.append(warning(s.fps_field, f"fps={s.fps:g} is unusual for a motion clip (10 to 1000 expected)",
-                                   "a wrong frame rate", "check it; pass --fps N to override"))
-        return out
+            out = [error(s.fps_field, f"fps={s.fps:g}, expected a finite number > 0", "a missing or corrupt fps",
+                         "pass --fps N (duorl motion import)")]
+            return out + ([self._too_short(s, 0.0)] if s.num_frames < 2 else [])
+        duration = max(s.num_frames - 1, 0) / s.fps
+        kept = int(np.floor(duration * CONTROL_FPS + 1e-9)) + 1
+        if s.num_frames < 2:  # (a longer clip that is too short is said after the checks of its motion)
+            return [self._too_short(s, duration)]
+        if kept < 2:
+            return [error(s.fps_field, f"{s.num_frames} frames at fps={s.fps:g} last {duration * 1e3:.3g} ms: resampled to "
+                          f"the {CONTROL_FPS:g} Hz control rate that keeps {kept} frame(s)",
+                          "fps in the wrong unit (e.g. a frame period or a sample count)",
+                          "pass the real frame rate: duorl motion import SRC OUT.npz --fps N")]
+        if not 10.0 <= s.fps <= 1000.0:
+            return [warning(s.fps_field, f"fps={s.fps:g} is unusual for a motion clip (10 to 1000 expected)",
+                            "a wrong frame rate", "check it; pass --fps N to override")]
+        return []
+
+    def _length(self, s: SourceMotion) -> list[Finding]:
+        """After the checks of the motion: a wrong frame rate (a sped-up clip) is the cause to name first."""
+        duration = (s.num_frames - 1) / s.fps
+        return [self._too_short(s, duration)] if duration < MIN_CLIP_SECONDS else []
+
+    @staticmethod
+    def _too_short(s: SourceMotion, duration: float) -> Finding:
+        frames = int(round(MIN_CLIP_SECONDS * CONTROL_FPS)) + 1
+        return error(s.joint_field, f"{s.num_frames} frame(s) at fps={s.fps:g} last {duration:.3g} s, under the "
+                     f"{MIN_CLIP_SECONDS:g} s a clip needs ({frames} frames at the {CONTROL_FPS:g} Hz control rate): an "
+                     "episode starts at a random frame and ends at the clip's last, so a shorter clip leaves episodes of "
+                     f"fewer than {frames // 2} steps on average to learn from",
+                     "a truncated export, or a stated fps above the recording's",
+                     f"use a clip of at least {MIN_CLIP_SECONDS:g} s (duorl motion inspect CLIP prints its duration)")
 
     def _units(self, s: SourceMotion) -> list[Finding]:
         out = []
@@ -268,15 +282,18 @@ class ClipChecker:
         fd = finite_differences(traj)
         if s.joint_vel is not None:
             g, d = s.joint_vel, fd.joint_vel
-            k = float((g * d).sum() / max((d * d).sum(), 1e-12))
-            residual = float(np.linalg.norm(g - k * d) / max(np.linalg.norm(g), 1e-12))
+            gd, dd = float((g * d).sum()), float((d * d).sum())
+            k = gd / max(dd, 1e-12)  # the least-squares factor: stored rates ~ k x the differences
+            fit = gd / max(float(np.sqrt((g * g).sum() * dd)), 1e-12)  # how well any factor explains them (cosine)
             err = float(np.abs(g - d).mean())
             stats["joint_vel_error_rad_s"] = err
-            # rates proportional to the differences, by another factor than 1 (zeros are no evidence)
-            if residual < 0.3 and abs(k - 1.0) > 0.25 and k > 0.05 and np.abs(d).max() > 1e-3:
+            stats["joint_vel_fps_fit"] = s.fps * k if fit > 0 else None
+            if np.abs(d).max() > 1e-3 and k > 0 and self._wrong_rate(k, fit):
                 out.append(error("joint_vel", f"the stored rates are {k:.3g} x the finite differences of joint_pos at "
-                                 f"fps={s.fps:g}: they fit {s.fps * k:.4g} fps", f"the stated fps is wrong ({s.fps_field})",
-                                 f"pass --fps {s.fps * k:.4g} (duorl motion import)"))
+                                 f"fps={s.fps:g} (they disagree by {err:.3g} rad/s on average): they fit {s.fps * k:.4g} "
+                                 f"fps, not {s.fps:g}", f"the stated fps is wrong ({s.fps_field}), or frames were dropped "
+                                 "without changing it (a sped-up clip)",
+                                 f"pass the clip's real frame rate: duorl motion import SRC OUT.npz --fps {s.fps * k:.4g}"))
                 return out
             if err > JOINT_VEL_WARN or (err > 0.01 and err > 0.5 * float(np.abs(d).mean())):  # or wrong by half the motion
                 out.append(warning("joint_vel", f"stored rates disagree with finite differences of joint_pos by {err:.3g} "
@@ -310,6 +327,17 @@ class ClipChecker:
                              f"{root:.3g} m/s (99th percentiles), beyond the G1 ({MAX_JOINT_SPEED:g} rad/s, {MAX_ROOT_SPEED:g} m/s)",
                              "a stated fps higher than the recording's", "pass the real frame rate: --fps N"))
         return out
+
+    @staticmethod
+    def _wrong_rate(k: float, fit: float) -> bool:
+        """Stored joint rates that are k x the finite differences, with `fit` the cosine between them:
+        another frame rate than the stated one explains them. A close fit needs only a factor beyond
+        FPS_RATIO_TIGHT; a clip sped up by dropping frames samples its motion coarsely, so there the
+        differences follow the rates only loosely (a cosine of 0.89 to 0.92 at every 10th frame of
+        holosoma's clips: benchmarks/2026-12-02_clip_fps_fit/) and the factor must be beyond FPS_RATIO_LOOSE. Zeros, noise or rates of other
+        joints do not fit at all and stay a warning."""
+        off = max(k, 1.0 / k)
+        return (fit >= FPS_FIT_TIGHT and off > FPS_RATIO_TIGHT) or (fit >= FPS_FIT_LOOSE and off > FPS_RATIO_LOOSE)
 
     def _floor(self, s: SourceMotion, traj: Trajectory, stats: dict[str, Any]) -> list[Finding]:
         kin, m = self.kin, self.kin.model
@@ -382,6 +410,7 @@ class ClipChecker:
         rep.findings += self._velocities(s, traj, clip, rep.stats)
         rep.findings += self._floor(s, traj, rep.stats)
         rep.findings += self._reach(s, rep.stats)
+        rep.findings += self._length(s)
         return rep, None if rep.errors else clip
 
 

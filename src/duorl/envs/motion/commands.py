@@ -89,7 +89,8 @@ def _summary(rep: Report, names: tuple[str, ...]) -> list[str]:
         consistency.append(f"stored bodies vs forward kinematics: position mean {s['body_pos_error_m']['mean'] * 100:.2f} cm, "
                            f"max {s['body_pos_error_m']['max'] * 100:.2f} cm; orientation max {s['body_ori_error_rad']['max']:.3g} rad")
     if "joint_vel_error_rad_s" in s:
-        consistency.append(f"stored joint_vel vs finite differences: mean {s['joint_vel_error_rad_s']:.3g} rad/s")
+        fit = f" (the stored rates fit {s['joint_vel_fps_fit']:.4g} fps)" if s.get("joint_vel_fps_fit") else ""
+        consistency.append(f"stored joint_vel vs finite differences: mean {s['joint_vel_error_rad_s']:.3g} rad/s{fit}")
     if "root_ang_vel_error_rad_s" in s:
         consistency.append(f"stored root angular velocity vs finite differences: mean {s['root_ang_vel_error_rad_s']:.3g} rad/s")
     if "body_vel_error" in s:

@@ -115,13 +115,44 @@ def _need(data: dict, keys: Sequence[str], fmt: str) -> None:
             f"pass --format (one of {', '.join(FORMATS)}) or convert the file (docs/motion.md)")])
 
 
+_KINDS = {"U": "text", "S": "bytes", "c": "complex numbers", "O": "Python objects", "b": "booleans",
+          "M": "dates", "m": "time spans", "V": "raw records"}
+
+
+def _real(key: str, raw: object, fix: str = "") -> np.ndarray:
+    """`raw` as float64; refused unless it holds real numbers (ints or floats)."""
+    a = np.asarray(raw)
+    if a.dtype.kind not in "iuf":
+        shown = f" ({a.reshape(-1)[0].item()!r}...)" if a.size and a.dtype.kind in "USc" else ""
+        cause = {"U": "a tool that wrote its numbers as text", "S": "a tool that wrote its numbers as text",
+                 "c": "complex arithmetic upstream (a transform whose imaginary part was never dropped)"}
+        raise MotionFileError("", [error(key, f"holds {_KINDS.get(a.dtype.kind, str(a.dtype))} (dtype {a.dtype}){shown}, "
+                                         "expected real numbers", cause.get(a.dtype.kind, "a broken export"),
+                                         fix or f"write {key} as a float array")])
+    return a.astype(np.float64)
+
+
+def check_finite(key: str, a: np.ndarray, where: str = "frame") -> None:
+    """Every value of `a` (frames first) is finite; else an error naming the array, how many values
+    and frames, and the first frame (a NaN anywhere would silently turn later comparisons off)."""
+    bad = ~np.isfinite(a)
+    if not bad.any():
+        return
+    frames = np.flatnonzero(bad.reshape(len(a), -1).any(axis=1))
+    raise MotionFileError("", [error(key, f"{int(bad.sum())} non-finite value(s) (nan or inf) in {len(frames)} "
+                                          f"{where}(s), the first at {where} {int(frames[0])}",
+                                     "a broken export (a failed retarget, a gap in the capture)",
+                                     "re-export the clip, or cut the frames that hold them")])
+
+
 def _array(data: dict, key: str, ndim: int, last: Optional[int] = None, frames: Optional[int] = None) -> np.ndarray:
-    a = np.asarray(data[key], dtype=np.float64)
+    a = _real(key, data[key])
     shape = "[T" + ", ." * (ndim - 2) + (f", {last}]" if last is not None else ", .]")
     if a.ndim != ndim or (last is not None and a.shape[-1] != last) or (frames is not None and a.shape[0] != frames):
         want = shape.replace("T", str(frames)) if frames is not None else shape
         raise MotionFileError("", [error(key, f"has shape {a.shape}, expected {want}",
                                          "a truncated or differently laid out file")])
+    check_finite(key, a)
     return a
 
 
@@ -129,7 +160,7 @@ def _fps(data: dict, override: Optional[float]) -> tuple[float, str]:
     if override is not None:
         return float(override), "--fps"
     _need(data, ("fps",), "npz")
-    v = np.asarray(data["fps"], dtype=np.float64).reshape(-1)
+    v = _real("fps", data["fps"], "write fps as a number, or give the rate: duorl motion import SRC OUT.npz --fps N").reshape(-1)
     if v.size != 1:
         raise MotionFileError("", [error("fps", f"has {v.size} values, expected one number")])
     return float(v[0]), "fps"
@@ -224,6 +255,25 @@ def read_npz(path: Path, fmt: Optional[str], fps: Optional[float], model_joints:
                         bodies, notes + more)
 
 
+CSV_ROOT = ("x", "y", "z", "qx", "qy", "qz", "qw")  # the columns before the joints
+
+
+def _check_root_columns(raw: np.ndarray, header: Optional[list[str]], model_joints: Sequence[str]) -> None:
+    """A CSV whose first 7 columns are not the root pose: its header names joints there, or (no header)
+    the rows hold exactly the model's joints. Either is an export of the joint angles alone, which
+    would otherwise be refused for the wrong reason (too few joint columns: "another robot")."""
+    known = {_strip(m) for m in model_joints}
+    early = [h for h in (header or [])[: len(CSV_ROOT)] if _strip(h) in known]
+    if early or (header is None and raw.shape[1] == len(model_joints)):
+        found = (f"the header names joints in the first {len(CSV_ROOT)} columns ({', '.join(early[:3])}...)" if early
+                 else f"the rows have {raw.shape[1]} columns, the G1's {len(model_joints)} joints alone")
+        raise MotionFileError("", [error(
+            "columns 1-7", f"{found}; a G1 .csv starts with the root pose: position x, y, z and quaternion "
+            f"qx, qy, qz, qw ({len(CSV_ROOT) + len(model_joints)} columns in all)",
+            "the root columns are missing (an export of the joint angles alone)",
+            "write the root position and orientation before the joints (docs/motion.md)")])
+
+
 def read_csv(path: Path, fps: Optional[float], model_joints: Sequence[str]) -> SourceMotion:
     try:
         lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
@@ -248,6 +298,8 @@ def read_csv(path: Path, fps: Optional[float], model_joints: Sequence[str]) -> S
     if header is not None and len(header) != cols:
         raise MotionFileError(str(path), [error("(header)", f"names {len(header)} columns, the rows have {cols}",
                                                 "a header of another file or a broken export")])
+    _check_root_columns(raw, header, model_joints)
+    check_finite("(rows)", raw)
     data = {"joint_names": np.array(header[7:])} if header is not None else {}
     joints, _, given, notes = _joints(data, raw[:, 7:], None, model_joints, f"columns 8-{cols}")
     if fps is None:

@@ -161,8 +161,11 @@ def synth_command(out: str, seconds: float = DEFAULT_SECONDS, fps: float = DEFAU
     from duorl.config.errors import ConfigError
     from duorl.envs.motion.clip import save_clip
 
-    if seconds <= 0 or fps <= 0:
-        print(f"error: --seconds and --fps must be > 0 (got {seconds}, {fps})", file=sys.stderr)
+    from duorl.envs.motion.checks import MIN_CLIP_SECONDS
+
+    if not (math.isfinite(seconds) and seconds >= MIN_CLIP_SECONDS and math.isfinite(fps) and fps > 0):
+        print(f"error: --seconds={seconds:g} --fps={fps:g}: a clip lasts at least {MIN_CLIP_SECONDS:g} s (a shorter one "
+              "cannot train: docs/motion.md) at a frame rate > 0. Fix: e.g. --seconds 10 --fps 50", file=sys.stderr)
         return 2
     try:
         clip = synthesize(g1.load(robot_xml), seconds, fps)

@@ -1,7 +1,7 @@
 """What the two G1 tasks share: the model, joint-position actions, reset helpers, randomisation.
 
 Actions are joint-position targets around the standing pose: ctrl = q_default + scale * a with a
-clipped to [-1, 1] and scale = 0.25 * effort / kp per joint (the published G1 choice, DESIGN.md §7).
+clipped to [-1, 1] and scale = 0.25 * effort / kp per joint (the published G1 choice, docs/design.md §7).
 """
 
 from __future__ import annotations

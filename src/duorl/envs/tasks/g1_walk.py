@@ -27,21 +27,10 @@ the last 1000) is below 15% of the maximum, grows by (1 + degree) above 75%, and
   ppo (the default): start 0.1, floor 0,   degree 0.00025 (their PPO G1 experiment's);
   fastsac:           start 0.5, floor 0.5, degree 0.001 (their FastSAC G1 experiment's);
   off:               s = 1 throughout.
-Measured on the H200 in 14.5-minute FastSAC runs (last 100 iterations' linear velocity error):
-  ppo: 0.37 m/s (benchmarks/2026-11-29_g1_walk_fastsac_h200_15min_symmetry/); lowest (0.28) at s
-       near 0.25, rising to 0.42 as s reached 1;
-  fastsac: 0.62 m/s (benchmarks/2026-11-29_g1_walk_fastsac_h200_15min_fastsac_curriculum/): s reached
-       1 within 150 s and the policy never left standing still (the error stayed at the commanded
-       speed), as full penalties from the start did in an earlier run.
-So ppo is the default: the published schedule that measured best here. With task.action_range=
-joint_limits (benchmarks/2026-11-29_g1_walk_fastsac_h200_15min_joint_limits/) both schedules end worse
-(0.65, 0.70): the exploring envs shake under the wider action range. The policy's own action
-(training.eval_envs, ..._10min_eval_envs/) tracked to 0.09 m/s at s near 0.14 there, and to 0.22 under pd
-at s near 0.4; at the published target entropy the error never stays low once s reaches 1.
-With less exploration noise (algo.target_entropy_scale=-2.0, a pre-tanh std near 0.03) joint_limits
-and ppo keep the tracking at full weight: 0.17 m/s over the last 100 iterations of 14.5 minutes, and
-0.19 in two more seeds' 10-minute runs (..._15min_low_entropy/). That is this task's default for sac
-(task/g1_walk_flat.yaml: task.action_range=joint_limits, algo.target_entropy_scale=-2.0).
+ppo is the default because it tracked best of the two published schedules (fastsac reaches full
+penalties so early that the policy learns to stand still); with less exploration noise (this task's
+sac defaults in task/g1_walk_flat.yaml) ppo keeps the tracking at full penalty weight. The runs behind
+both choices: docs/benchmarks.md, "G1 walking".
 Logged per step (Task/rew_<term>): each term's contribution to the reward, weight * dt * term, the
 penalties times s, averaged over the exploring envs (Eval/rew_<term>: over the deterministic ones).
 Mirror (EnvSpec.mirror, walk_mirror): the task is symmetric about the robot's sagittal plane, so a

@@ -1,0 +1,25 @@
+"""`duorl tasks`: a registered task that cannot be loaded gets its row and the reason, and exit code 1."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from duorl.cli.main import main
+from tests.envs.fake_tasks import fake_distribution
+
+
+def test_a_broken_entry_point_is_listed_with_its_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    fake_distribution(tmp_path, "brokendist", {"broken_task": "no_such_module_xyz:make",
+                                               "good_task": "tests.envs.fake_tasks:pendulum"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", None)
+    assert main(["tasks"]) == 1
+    out, err = capsys.readouterr()
+    rows = {line.split()[0]: line for line in out.splitlines()[1:-1]}
+    assert "entry point brokendist: cannot be loaded:" in rows["broken_task"] and "fails to import" in rows["broken_task"]
+    assert rows["good_task"].split()[1:5] == ["3", "3", "1", "no"]
+    assert err == "error: 1 task(s) cannot be loaded: broken_task\n"
