@@ -166,15 +166,14 @@ def _check_mjlab_switches(cfg: Config) -> None:
     mjlab's code (nothing of duorl's to compile)."""
     if not cfg.task.name.startswith("mjlab:"):
         return
-    from duorl.envs.mjlab.vec_env import MjlabVecEnv
+    if cfg.sim.tick_cuda_graph is True:
+        from duorl.config.catalog import tick_eager_reason
 
-    for key, value, why in (
-            ("sim.tick_cuda_graph", cfg.sim.tick_cuda_graph, f"{MjlabVecEnv.tick_eager_reason}, so the collector "
-             "tick of an mjlab task runs eagerly"),
-            ("sim.tick_compile", cfg.sim.tick_compile, "it compiles the tensor code of duorl's own tasks, and an "
-             "mjlab task's step is mjlab's")):
-        if value is True:
-            raise ConfigError(key, True, why, "null or false", f"remove {key}")
+        raise ConfigError("sim.tick_cuda_graph", True, f"{tick_eager_reason(cfg.task.name)}, so the collector tick of an "
+                          "mjlab task runs eagerly", "null or false", "remove sim.tick_cuda_graph")
+    if cfg.sim.tick_compile is True:
+        raise ConfigError("sim.tick_compile", True, "it compiles the tensor code of duorl's own tasks, and an mjlab "
+                          "task's step is mjlab's", "null or false", "remove sim.tick_compile")
 
 def _check_action_range(cfg: Config) -> None:
     if cfg.task.action_range != "pd" and not cfg.task.name.startswith("g1_"):

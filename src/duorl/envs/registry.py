@@ -34,15 +34,6 @@ def env_spec(task_cfg: TaskConfig) -> EnvSpec:
     return task_sources.task_spec(task_cfg)
 
 
-def tick_eager_reason(task_cfg: TaskConfig) -> str | None:
-    """Why the task's env step cannot be captured in the collector's CUDA graph (None: it can)."""
-    if task_sources.is_mjlab(task_cfg.name):
-        from duorl.envs.mjlab.vec_env import MjlabVecEnv
-
-        return MjlabVecEnv.tick_eager_reason
-    return None
-
-
 def default_sim() -> str:
     """'mjwarp' where CUDA is present, else 'mujoco' (MuJoCo C on CPU threads)."""
     return "mjwarp" if torch.cuda.is_available() else "mujoco"

@@ -13,14 +13,14 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 from duorl.config.errors import InputRefused
+from duorl.envs.task_sources import MJLAB_INSTALL as INSTALL
+from duorl.envs.task_sources import MJLAB_PREFIX as PREFIX
 
 if TYPE_CHECKING:
     from duorl.config.schema import TaskConfig
     from duorl.envs.base import EnvSpec
     from duorl.envs.mjlab.vec_env import MjlabVecEnv
 
-PREFIX = "mjlab:"
-INSTALL = "pip install 'duorl[mjlab]'"
 # the mjlab release the extra pins and the tests run against
 VERSION = "1.6.0"
 

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from duorl.envs.base import EnvSpec, Obs
+from duorl.envs.task_sources import MJLAB_TICK_EAGER_REASON
 from duorl.envs.vec_env import _select
 
 
@@ -26,7 +27,7 @@ class MjlabVecEnv:
 
     # mjlab's step syncs with the host: the collector tick runs eagerly (runtime/tick.py)
     tick_capturable = False
-    tick_eager_reason = "mjlab's step reads device values on the host (done envs, termination counts)"
+    tick_eager_reason = MJLAB_TICK_EAGER_REASON
 
     def __init__(self, env: Any, spec: EnvSpec, actor_groups: tuple[str, ...], critic_groups: tuple[str, ...],
                  rows: list[Any], finite_horizon: bool = False) -> None:
