@@ -21,10 +21,8 @@ if TYPE_CHECKING:
     from duorl.envs.base import EnvSpec
     from duorl.envs.mjlab.vec_env import MjlabVecEnv
 
-# the mjlab release the extra pins and the tests run against
-VERSION = "1.6.0"
 
-__all__ = ["PREFIX", "INSTALL", "VERSION", "check_installed", "task_ids", "task_spec", "make_vec_env"]
+__all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "task_spec", "make_vec_env"]
 
 
 def check_installed() -> None:
