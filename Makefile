@@ -15,15 +15,17 @@ ARGS ?=
 
 # pip stays quiet (-q): the echo lines say what each silent minute is for
 $(STAMP): pyproject.toml
-	@echo "duorl: one-time setup of $(VENV) (about 1.9 GB; later runs skip this)"
+	@echo "duorl: one-time setup of $(VENV) (about 2.4 GB; later runs skip this)"
 	@echo "duorl: [1/4] creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	@echo "duorl: [2/4] upgrading pip"
 	$(PY) -m pip install -q --upgrade pip
 	@echo "duorl: [3/4] installing PyTorch $(TORCH_SPEC) ($(TORCH_NOTE))"
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	@echo "duorl: [4/4] installing duorl and its dependencies: MuJoCo + MuJoCo Warp + warp-lang (physics), OmegaConf, TensorBoard, matplotlib, ONNX, and the test tools"
-	$(PY) -m pip install -q -e ".[test]"
+	@echo "duorl: [4/4] installing duorl and its dependencies: MuJoCo + MuJoCo Warp + warp-lang (physics), OmegaConf, TensorBoard, matplotlib, ONNX, mjlab (its tasks) and the test tools"
+	@# the torch of step 3 stays: mjlab's rsl-rl-lib pulls torchvision, whose newest wheel pins the newest torch
+	$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-pin.txt
+	$(PY) -m pip install -q -e ".[test]" -c $(VENV)/torch-pin.txt
 	touch $(STAMP)
 	@echo "duorl: $(VENV) is ready"
 

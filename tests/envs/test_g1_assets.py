@@ -80,6 +80,9 @@ def test_wrong_explicit_paths_are_errors_not_fallbacks(clean, monkeypatch):
 def test_real_mjlab_layout_is_found_without_import(monkeypatch, tmp_path):
     """find_spec on a top-level package locates it without running its __init__."""
     monkeypatch.delenv(assets.ENV_VAR, raising=False)
+    # the real mjlab (the test extra installs it) may be imported by the mjlab tests of this process
+    for name in [m for m in sys.modules if m == "mjlab" or m.startswith("mjlab.")]:
+        monkeypatch.delitem(sys.modules, name)
     site = tmp_path / "site"
     with zipfile.ZipFile(fake_wheel(tmp_path / "w.whl")) as zf:
         zf.extractall(site)

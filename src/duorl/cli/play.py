@@ -217,6 +217,9 @@ class _VideoRecorder:
     def __init__(self, env: Any, writer: dict[str, Any]) -> None:
         import mujoco
 
+        if not hasattr(env, "task"):  # an mjlab task: a whole VecEnv, no duorl Task to draw
+            env.close()
+            raise PlayError("video is recorded for duorl's own tasks; an mjlab task has none yet: play without --video")
         self.writer = writer  # check_video's
         self.env = env
         self.model = _render_model(env.task)

@@ -114,7 +114,7 @@ def _exit_now(code: int) -> None:
 def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     from duorl.algos.registry import make_actor, make_learner
     from duorl.envs.registry import env_spec, make_task, make_vec_env
-    from duorl.envs.task_sources import is_mjlab
+    from duorl.envs.task_sources import is_mjlab, tick_eager_reason
     from duorl.runtime.coordination import Solo
     from duorl.runtime.duo import Duo, StartRefused
     from duorl.runtime.settings import DuoSettings
@@ -248,6 +248,8 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         reporter = RunDirectory(cfg, run_dir, learner, device)
         reporter.manifest.update(_manifest(cfg, device, switches, spec, world, ctx is not None, resumed_from,
                                            device_record, host_record, package_versions))
+        # why the tick runs eagerly whatever sim.tick_cuda_graph says (an mjlab step syncs the host)
+        reporter.manifest["collector_tick_cuda_graph"]["eager_reason"] = tick_eager_reason(cfg.task.name)
         # which rule skips invalid steps: this process's verdict alone, or every rank's
         reporter.manifest["gradient_synchronizer"] = type(learner.grad_sync).__name__
         if sync is not None:

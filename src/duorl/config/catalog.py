@@ -42,3 +42,11 @@ def check_task(task_cfg: Any) -> None:
     from duorl.envs.task_sources import check_task as check
 
     check(task_cfg)
+
+
+def tick_eager_reason(task_name: str) -> str | None:
+    """Why the collector tick of `task_name` cannot be one CUDA graph (its env step syncs the host: an
+    mjlab task's), None where it can (the task sources say it)."""
+    from duorl.envs.task_sources import tick_eager_reason as reason
+
+    return reason(task_name)

@@ -40,7 +40,11 @@ def compile_enabled(algo: Any, device: Any) -> bool:
 
 def tick_graph_enabled(cfg: Config, env_device: str) -> bool:
     """sim.tick_cuda_graph for envs on `env_device`: null = on when they step on CUDA."""
+    from duorl.config.catalog import tick_eager_reason
+
     configured = cfg.sim.tick_cuda_graph
+    if tick_eager_reason(cfg.task.name) is not None:  # a step that syncs the host (an mjlab task's) runs eagerly
+        return False
     return _on_cuda(env_device) if configured is None else bool(configured) and _on_cuda(env_device)
 
 

@@ -160,6 +160,21 @@ def _check_task_sim(cfg: Config) -> None:
                           "mjwarp", "use --sim mjwarp (on a GPU, or warp's CPU device with training.devices=[cpu])")
 
 
+
+def _check_mjlab_switches(cfg: Config) -> None:
+    """Switches only duorl's own tasks have: an mjlab task's step syncs the host (no tick graph) and is
+    mjlab's code (nothing of duorl's to compile)."""
+    if not cfg.task.name.startswith("mjlab:"):
+        return
+    if cfg.sim.tick_cuda_graph is True:
+        from duorl.config.catalog import tick_eager_reason
+
+        raise ConfigError("sim.tick_cuda_graph", True, f"{tick_eager_reason(cfg.task.name)}, so the collector tick of an "
+                          "mjlab task runs eagerly", "null or false", "remove sim.tick_cuda_graph")
+    if cfg.sim.tick_compile is True:
+        raise ConfigError("sim.tick_compile", True, "it compiles the tensor code of duorl's own tasks, and an mjlab "
+                          "task's step is mjlab's", "null or false", "remove sim.tick_compile")
+
 def _check_action_range(cfg: Config) -> None:
     if cfg.task.action_range != "pd" and not cfg.task.name.startswith("g1_"):
         raise ConfigError("task.action_range", cfg.task.action_range, f"only the G1 tasks choose an action range, "
@@ -190,6 +205,7 @@ def _check_task_keys(cfg: Config, p: "_Problems") -> None:
                        (_check_motion_file, "task.motion_file")):
         p.check(check, cfg, needs=("task.name", key))
     p.check(_check_task_sim, cfg, needs=("task.name", "sim.name"))
+    p.check(_check_mjlab_switches, cfg, needs=("task.name",))
 
 
 def _check_support(cfg: Config) -> None:

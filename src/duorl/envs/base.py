@@ -82,7 +82,8 @@ class VecEnv(Protocol):
              "nan_resets" [] int64: envs reset this step because their state was not finite;
              "metrics" [len(spec.metric_names)] float32: the task's diagnostics, mean over envs,
              of the state the step reached (present when the spec names any)}.
-    No host sync happens inside reset() or step().
+    No host sync happens inside reset() or step(), unless the class says `tick_capturable = False` (and
+    why, in `tick_eager_reason`): the collector then runs its tick eagerly (an mjlab task's env).
     """
 
     spec: EnvSpec

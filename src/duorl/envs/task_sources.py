@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "duorl.tasks"
 MJLAB_PREFIX = "mjlab:"
 MJLAB_INSTALL = "pip install 'duorl[mjlab]'"
+# why an mjlab task's collector tick runs eagerly (MjlabVecEnv.tick_capturable is False; the manifest says it)
+MJLAB_TICK_EAGER_REASON = "mjlab's step reads device values on the host (done envs, termination counts)"
 KEY = "task.name"
 # name -> factory, each importable as an import path (one mechanism loads every Task source)
 BUILTIN: dict[str, str] = {
@@ -66,6 +68,11 @@ class TaskSource:
 
 def is_mjlab(name: str) -> bool:
     return name.startswith(MJLAB_PREFIX)
+
+
+def tick_eager_reason(name: str) -> str | None:
+    """Why the task's env step cannot sit in the collector's CUDA graph (None: it can)."""
+    return MJLAB_TICK_EAGER_REASON if is_mjlab(name) else None
 
 
 def _refuse(name: str, problem: str, allowed: str, fix: str) -> ConfigError:

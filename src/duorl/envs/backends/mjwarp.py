@@ -18,6 +18,15 @@ import torch
 from duorl.envs.backends.warp_conditional import keep_modules_only
 
 
+def quiet_warp() -> None:
+    """Warp logs one line per kernel module loaded (hundreds for MuJoCo Warp) at its default INFO level;
+    keep warnings only, unless someone asked for more (DUORL_WARP_VERBOSE=1)."""
+    import warp as wp
+
+    if wp.config.log_level == wp.LOG_INFO and not os.environ.get("DUORL_WARP_VERBOSE"):
+        wp.config.log_level = wp.LOG_WARNING
+
+
 def warp_device_for(device: torch.device) -> str:
     """The warp device that shares memory with this torch device."""
     if device.type == "cpu":
@@ -59,10 +68,7 @@ class MjWarpBackend:
         if num_envs < 1 or substeps < 1:
             raise ValueError(f"num_envs and substeps must be >= 1, got {num_envs} and {substeps}")
         self._wp, self._mjw = wp, mjw
-        # Warp logs one line per kernel module loaded (hundreds for MuJoCo Warp) at its default INFO
-        # level; keep warnings only, unless someone asked for more (DUORL_WARP_VERBOSE=1).
-        if wp.config.log_level == wp.LOG_INFO and not os.environ.get("DUORL_WARP_VERBOSE"):
-            wp.config.log_level = wp.LOG_WARNING
+        quiet_warp()
         self.num_envs = num_envs
         self.substeps = substeps
         self.device = torch.device(device)

@@ -1,0 +1,56 @@
+"""mjlab's task registry as duorl tasks: `--task mjlab:<task id>` (the optional extra duorl[mjlab]).
+
+Importing this package never imports mjlab (itself slow: it pulls in its viewer stack); every function
+below imports it on first use. An mjlab task is a whole VecEnv (`MjlabVecEnv`, envs/base.py's
+contract) around mjlab's `ManagerBasedRlEnv`, built from `load_env_cfg(id)` with duorl's env count,
+seed and device; it always steps MuJoCo Warp (CUDA, or Warp's CPU device). docs/tasks.md
+(`## mjlab tasks`) states the mapping of observations, actions, time-outs and logged terms.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING
+
+from duorl.config.errors import InputRefused
+from duorl.envs.task_sources import MJLAB_INSTALL as INSTALL
+from duorl.envs.task_sources import MJLAB_PREFIX as PREFIX
+
+if TYPE_CHECKING:
+    from duorl.config.schema import TaskConfig
+    from duorl.envs.base import EnvSpec
+    from duorl.envs.mjlab.vec_env import MjlabVecEnv
+
+
+__all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "task_spec", "make_vec_env"]
+
+
+def check_installed() -> None:
+    """InputRefused naming the install command when mjlab is not importable (nothing is imported)."""
+    if importlib.util.find_spec("mjlab") is None:
+        raise InputRefused(f"mjlab tasks need mjlab, which is not installed here. Fix: {INSTALL}")
+
+
+def task_ids() -> list[str]:
+    """Every task id in mjlab's registry (imports mjlab and its tasks: several seconds)."""
+    from duorl.envs.mjlab.loader import registry
+
+    return list(registry().list_tasks())
+
+
+def task_spec(task_id: str, task_cfg: TaskConfig) -> EnvSpec:
+    """Sizes, timing and logged terms of mjlab's `task_id`. Refuses (InputRefused) a task duorl cannot
+    train (camera observations, an action term of an unsupported type) before building anything; else
+    builds the task once with one env on Warp's CPU device and caches the spec for this process."""
+    from duorl.envs.mjlab.spec import task_spec as _task_spec
+
+    return _task_spec(task_id, task_cfg)
+
+
+def make_vec_env(task_id: str, task_cfg: TaskConfig, num_envs: int, device: str, seed: int,
+                 play: bool = False) -> MjlabVecEnv:
+    """`num_envs` envs of mjlab's `task_id` on `device` ('cpu': Warp's CPU device, or 'cuda[:i]');
+    `play`: mjlab's play configuration (`load_env_cfg(id, play=True)`), for `duorl play`."""
+    from duorl.envs.mjlab.vec_env import build_vec_env
+
+    return build_vec_env(task_id, task_cfg, num_envs, device, seed, play)

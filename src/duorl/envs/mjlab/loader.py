@@ -1,0 +1,80 @@
+"""Importing mjlab quietly, its registry, and an mjlab env configured and built with duorl's settings."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import os
+from typing import Any
+
+from duorl.config.errors import InputRefused
+
+
+def registry() -> Any:
+    """mjlab.tasks.registry with every task of mjlab (and of packages on mjlab's entry points) registered."""
+    from duorl.envs.mjlab import INSTALL, check_installed
+
+    check_installed()
+    # mjlab turns Warp's kernel-load lines on unless asked not to; duorl keeps warnings only (as its
+    # own mjwarp backend does)
+    os.environ.setdefault("MJLAB_WARP_QUIET", "1")
+    # mjlab sets MUJOCO_GL=egl for its own renderer; duorl's video (and the processes it starts) keep the
+    # user's choice
+    gl = os.environ.get("MUJOCO_GL")
+    try:
+        import mjlab.tasks  # noqa: F401 - registers the tasks
+        from mjlab.tasks import registry as reg
+    except ImportError as e:
+        raise InputRefused(f"mjlab is installed but does not import ({type(e).__name__}: {e}). Fix: {INSTALL}") from None
+    finally:
+        if gl is None:
+            os.environ.pop("MUJOCO_GL", None)
+        else:
+            os.environ["MUJOCO_GL"] = gl
+    from duorl.envs.backends.mjwarp import quiet_warp
+
+    quiet_warp()
+    return reg
+
+
+def env_cfg(task_id: str, max_episode_steps: int | None, num_envs: int, seed: int, play: bool = False) -> Any:
+    """mjlab's env configuration of `task_id` (`play`: its play configuration) with duorl's env count and
+    seed, auto-reset off (duorl resets the done envs itself, after keeping the state the step reached),
+    and duorl's episode length where task.max_episode_steps sets one."""
+    reg = registry()
+    cfg = reg.load_env_cfg(task_id, play=play)
+    step_dt = cfg.sim.mujoco.timestep * cfg.decimation
+    if max_episode_steps is not None:
+        cfg.episode_length_s = max_episode_steps * step_dt
+        # mjlab's length in steps is ceil(episode_length_s / step_dt): keep it n despite rounding
+        while max_episode_steps_of(cfg) > max_episode_steps:
+            cfg.episode_length_s = math.nextafter(cfg.episode_length_s, 0.0)
+    elif play:
+        # mjlab's play configurations run (nearly) forever for its viewer; duorl play evaluates whole
+        # episodes, so they end where the training configuration's do
+        train_length_s = reg.load_env_cfg(task_id).episode_length_s
+        cfg.episode_length_s = min(cfg.episode_length_s, train_length_s)
+    cfg.scene.num_envs = int(num_envs)
+    cfg.seed = int(seed)
+    cfg.auto_reset = False
+    return cfg
+
+
+def max_episode_steps_of(cfg: Any) -> int:
+    """mjlab's episode length in control steps (ManagerBasedRlEnv.max_episode_length, without building)."""
+    return math.ceil(cfg.episode_length_s / (cfg.sim.mujoco.timestep * cfg.decimation))
+
+
+def build_env(cfg: Any, device: str) -> Any:
+    """mjlab's ManagerBasedRlEnv for `cfg` on `device` (a torch device string; mjlab hands it to Warp:
+    'cpu' is Warp's CPU device). Its tables of managers go nowhere: the run's console stays duorl's."""
+    import torch
+    from mjlab.envs import ManagerBasedRlEnv
+
+    from duorl.envs.backends.mjwarp import warp_device_for
+
+    dev = warp_device_for(torch.device(device))
+    with contextlib.redirect_stdout(io.StringIO()):
+        return ManagerBasedRlEnv(cfg, device=dev)
+

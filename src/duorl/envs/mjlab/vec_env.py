@@ -1,0 +1,152 @@
+"""MjlabVecEnv: mjlab's ManagerBasedRlEnv behind duorl's VecEnv contract (envs/base.py).
+
+mjlab steps with auto_reset=False, so its step returns the state it reached for every env; that is
+`final_obs` (a time-out bootstraps from it), and only then are the done envs reset, through mjlab's own
+reset(env_ids) (its events, curricula and episode logs run as in mjlab). Terminated and timed-out stay
+apart: mjlab's time-out terms truncate, its other terms terminate (a finite-horizon task's time-outs
+terminate too, as mjlab's own wrapper treats them).
+
+mjlab's step reads device values on the host (which envs are done, termination counts), so a step
+cannot sit inside a CUDA graph: the collector runs its tick eagerly (`tick_capturable = False`; the
+run manifest's `collector_tick_cuda_graph` records it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from duorl.envs.base import EnvSpec, Obs
+from duorl.envs.task_sources import MJLAB_TICK_EAGER_REASON
+from duorl.envs.vec_env import _select
+
+
+class MjlabVecEnv:
+    """`num_envs` envs of one mjlab task; see envs/base.py for reset() and step()."""
+
+    # mjlab's step syncs with the host: the collector tick runs eagerly (runtime/tick.py)
+    tick_capturable = False
+    tick_eager_reason = MJLAB_TICK_EAGER_REASON
+
+    def __init__(self, env: Any, spec: EnvSpec, actor_groups: tuple[str, ...], critic_groups: tuple[str, ...],
+                 rows: list[Any], finite_horizon: bool = False) -> None:
+        self.env = env
+        self.spec = spec
+        self.num_envs = int(env.num_envs)
+        self.device = torch.device(env.device)
+        self._actor_groups, self._critic_groups = actor_groups, critic_groups
+        self._rows = rows
+        self._finite_horizon = finite_horizon
+        n, dev = self.num_envs, self.device
+        self._ep_return = torch.zeros(n, dtype=torch.float32, device=dev)
+        self._ep_length = torch.zeros(n, dtype=torch.int64, device=dev)
+        # mjlab's logged terms of the last reset (extras["log"]: means over the envs it reset)
+        self.last_log: dict[str, Any] = {}
+        # optional: the collector's PhaseTimer, timing mjlab's step alone as the backend step
+        self.phase_timer: Any = None
+
+    def _obs(self, groups: dict[str, Any]) -> Obs:
+        actor = torch.cat([groups[g] for g in self._actor_groups], dim=-1).float()
+        critic = (actor.clone() if self._critic_groups == self._actor_groups
+                  else torch.cat([groups[g] for g in self._critic_groups], dim=-1).float())
+        return {"actor": actor, "critic": critic}
+
+    def reset(self) -> Obs:
+        """Start a new episode in every env."""
+        groups, extras = self.env.reset()
+        self.last_log = dict(extras.get("log", {}))
+        self._ep_return.zero_()
+        self._ep_length.zero_()
+        return self._obs(groups)
+
+    def step(self, actions: torch.Tensor, policy_actions: torch.Tensor | None = None
+             ) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        # actions in [-1, 1] are mjlab's raw actions: each term scales them itself (envs/mjlab/actions.py)
+        if self.phase_timer is None:
+            groups, reward, terminated, time_out, _ = self.env.step(actions)
+        else:
+            with self.phase_timer.phase("collector_backend_step_ms"):
+                groups, reward, terminated, time_out, _ = self.env.step(actions)
+        final_obs = self._obs(groups)  # the state the step reached, every env
+        # mjlab reuses these buffers on its next step and reset
+        reward = reward.float().clone()
+        terminated, truncated = terminated.clone(), time_out.clone()
+        if self._finite_horizon:
+            terminated, truncated = terminated | truncated, torch.zeros_like(truncated)
+        metrics = self._read_metrics()
+
+        # an env whose state is not finite ends truncated (no terminal target), reward 0, and its
+        # final_obs is replaced by its reset obs below (the learner never sees a non-finite row)
+        bad = ~torch.isfinite(reward)
+        for v in final_obs.values():
+            bad |= ~torch.isfinite(v).all(dim=1)
+        reward = torch.where(bad, torch.zeros_like(reward), reward)
+        terminated = terminated & ~bad
+        truncated = truncated | bad
+
+        self._ep_return += reward
+        self._ep_length += 1
+        done = terminated | truncated
+        episode_return, episode_length = self._ep_return.clone(), self._ep_length.clone()
+        self._ep_return.masked_fill_(done, 0.0)
+        self._ep_length.masked_fill_(done, 0)
+
+        obs = final_obs
+        ids = done.nonzero().squeeze(-1)  # a host sync, as mjlab's own step has
+        if ids.numel() > 0:
+            groups, extras = self.env.reset(env_ids=ids)
+            self.last_log = dict(extras.get("log", {}))
+            fresh = self._obs(groups)
+            obs = _select(done, fresh, final_obs)
+            final_obs = _select(bad, fresh, final_obs)
+        info: dict[str, Any] = {
+            "final_obs": final_obs,
+            "episode_return": episode_return,
+            "episode_length": episode_length,
+            "nan_resets": bad.sum(),
+        }
+        if metrics is not None:
+            info["metrics"] = metrics
+        return obs, reward, terminated, truncated, info
+
+    def _read_metrics(self) -> torch.Tensor | None:
+        if not self._rows:
+            return None
+        from duorl.envs.mjlab.metrics import read_metrics
+
+        return read_metrics(self.env, self._rows)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed: int, play: bool = False) -> MjlabVecEnv:
+    """See duorl.envs.mjlab.make_vec_env. The spec comes from the env built here (no second build), except
+    under `play`: the play configuration's env reports the training configuration's Task/ rows, in their
+    order (those of the spec the policy was trained with), and ends its episodes at its own length."""
+    from dataclasses import replace
+
+    from duorl.envs.mjlab.loader import build_env, env_cfg, registry
+    from duorl.envs.mjlab.spec import describe, obs_groups, refuse_untrainable, task_spec
+
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    if task_id not in registry().list_tasks():
+        raise ValueError(f"mjlab:{task_id} is not in mjlab's registry")
+    cfg = env_cfg(task_id, task_cfg.max_episode_steps, num_envs, seed, play=play)
+    groups = obs_groups(task_id, cfg)
+    refuse_untrainable(task_id, cfg, groups)
+    env = build_env(cfg, device)
+    spec, rows, _ = describe(task_id, env, groups)
+    if play:
+        trained = task_spec(task_id, task_cfg)
+        by_name = {r.name: r for r in rows}
+        missing = [n for n in trained.metric_names if n not in by_name]
+        if missing:
+            env.close()
+            raise ValueError(f"mjlab:{task_id}'s play configuration does not log {missing}, which its training "
+                             "configuration logs")
+        rows = [by_name[n] for n in trained.metric_names]
+        spec = replace(trained, max_episode_steps=spec.max_episode_steps)
+    return MjlabVecEnv(env, spec, groups.actor, groups.critic, rows, finite_horizon=bool(cfg.is_finite_horizon))
