@@ -25,18 +25,39 @@ class Batch:
 SampleFn = Callable[[int], Batch]
 
 
-class Policy(Protocol):
-    """The actor the collector runs: an nn.Module whose state_dict travels on the weight board."""
+class Policy:
+    """The actor the collector runs: an nn.Module whose state_dict travels on the weight board. Actors
+    subclass it beside nn.Module, so that its optional hooks (no-op defaults) exist on every actor."""
 
     def explore(self, obs_actor: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         """Stochastic action in [-1, 1] for exploration."""
+        raise NotImplementedError
 
     def act(self, obs_actor: torch.Tensor) -> torch.Tensor:
         """Deterministic action in [-1, 1] for evaluation."""
+        raise NotImplementedError
+
+    # -- optional hooks (no-op defaults) -------------------------------------------------------------
+    def exploration_state(self) -> dict[str, torch.Tensor] | None:
+        """State exploration carries from tick to tick (FlashSAC's held noise), kept in the collector's
+        exact-resume snapshot (runtime/collector.py); None: it carries none."""
+        return None
+
+    def load_exploration_state(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore what exploration_state() returned."""
+        return None
 
 
 class Learner(Protocol):
+    """What the runtime calls on an algorithm. Learners subclass it explicitly, so that the optional
+    hooks below (with no-op defaults) exist on every learner and the runtime calls them unconditionally."""
+
     actor: nn.Module  # implements Policy; its state_dict (params + buffers) is what gets published
+    # state_dict entries computed from this rank's own batches (reported metrics, not training state):
+    # under data parallel they may differ between ranks while everything else is bitwise equal
+    rank_local_state: tuple[str, ...] = ()
+    # bumped by load_state_dict when a captured CUDA graph of the learner becomes stale
+    state_generation: int = 0
 
     def observe(self, obs_actor: torch.Tensor, obs_critic: torch.Tensor) -> None:
         """New observations arrived (for running normalisers); no host sync."""
@@ -49,13 +70,17 @@ class Learner(Protocol):
 
     def load_state_dict(self, state: dict) -> None: ...
 
-
-class RewardObserver(Protocol):
-    """Optional: a learner that follows rewards per env (FlashSAC's reward scaling) also gets, after
-    `observe`, the rewards and episode ends (terminated or truncated) of the new ticks, in tick order."""
-
+    # -- optional hooks (no-op defaults) -------------------------------------------------------------
     def observe_rewards(self, reward: torch.Tensor, done: torch.Tensor) -> None:
-        """reward, done: [ticks, num_envs] float32 on the learner's device; no host sync."""
+        """After `observe`: the rewards and episode ends (terminated or truncated) of the new ticks, in
+        tick order, for a learner that follows rewards per env (FlashSAC's reward scaling).
+        reward, done: [ticks, num_envs] float32 on the learner's device; no host sync."""
+        return None
+
+    def cycle_key(self, num_updates: int) -> Hashable:
+        """Equal for two update cycles that take the same Python path (torch.compile and a whole-cycle
+        graph compile or capture one per key); None: every cycle is alike."""
+        return None
 
 
 class GradientSynchronizer(Protocol):

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
-from duorl.algos.base import Batch, GradientSynchronizer, NullSynchronizer
+from duorl.algos.base import Batch, GradientSynchronizer, Learner, NullSynchronizer
 from duorl.algos.capture import CycleCaptureMixin
 from duorl.config.switches import compile_enabled
 from duorl.gpu import torch_internals
@@ -61,7 +61,7 @@ def _mirror_tensors(cfg: Any, spec: Any, device: torch.device) -> dict[str, tupl
             for key in ("actor_obs", "critic_obs", "action")}
 
 
-class SACFamilyLearner(CycleCaptureMixin):
+class SACFamilyLearner(CycleCaptureMixin, Learner):
     """Helpers over the attributes every SAC-family learner has: actor (with obs_norm), critic,
     critic_obs_norm, the three optimizers, and the flat target/online critic parameter lists."""
 

@@ -13,6 +13,7 @@ import functools
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -111,108 +112,224 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
-    from duorl.algos.registry import make_actor, make_learner
-    from duorl.envs.registry import env_spec, make_task, make_vec_env
-    from duorl.envs.task_sources import is_mjlab, tick_eager_reason
-    from duorl.runtime.coordination import Solo
-    from duorl.runtime.duo import Duo, StartRefused
-    from duorl.runtime.settings import DuoSettings
-    from duorl.runtime.replay import ReplayLayout
-    from duorl.cli.learner_stall import gone_recorder, stall_recorder
-    from duorl.cli.preflight import preflight
-    from duorl.runtime.stop_signals import early_stop_signal
-    from duorl.telemetry.run_dir_claim import claim_run_dir
-    from duorl.telemetry.run_directory import RunDirectory, default_run_dir
-    from duorl.telemetry.summary import device_record, host_record, package_versions, write_json_atomic
+@dataclass
+class _Place:
+    """Where this process sits in the run: its rank and the world's size, and its peers (ctx; None alone)."""
 
-    t0 = time.perf_counter()
-    from duorl.envs.motion.load import check_motion_file
+    ctx: Any
+    rank: int = 0
+    world: int = 1
 
-    tr, algo = cfg.training, cfg.algo
-    rank, world = (ctx.rank, ctx.world_size) if ctx is not None else (0, 1)
-    lead = rank == 0
-    # a clip that cannot be used fails here, first (every rank's collector reads it)
-    for warning in check_motion_file(cfg.task):
-        if lead:
-            print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
-    switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None)
+    @classmethod
+    def of(cls, ctx: Any) -> "_Place":
+        return cls(ctx, ctx.rank, ctx.world_size) if ctx is not None else cls(None)
 
-    def agree(problem: str | None, what: str) -> None:
+    @property
+    def lead(self) -> bool:
+        return self.rank == 0
+
+    def agree(self, problem: str | None, what: str) -> None:
         """Without peers a problem refuses the run here; with them every rank refuses together."""
-        if ctx is not None:
-            ctx.agree(problem, what)
+        if self.ctx is not None:
+            self.ctx.agree(problem, what)
         elif problem is not None:
             raise InputRefused(problem)
 
+
+@dataclass
+class _Checked:
+    """What the checks before anything is built found and decided."""
+
+    switches: Switches
+    verdict: MpsVerdict
+    task: Any  # None: an mjlab task (a whole VecEnv without a Task)
+    spec: Any
+    resume_state: Any = None
+    resumed_from: Any = None
+    learner_state: Any = None
+
+
+def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
+    """Check, claim the run directory, build the learner and the duo, run it, record the outcome."""
+    t0 = time.perf_counter()
+    place = _Place.of(ctx)
+    checked = _check(cfg, device, mps, place)
+    if isinstance(checked, int):
+        return checked
+    if _stopped_before_start(place):
+        return 0
+    run_dir = _claim_run_dir(cfg, place)
+    learner, sync = _build_learner(cfg, device, checked, place)
+    directory, reporter, coordinator = _reporting(cfg, device, checked, place, run_dir, learner, sync)
+    snapshot_dir = run_dir / "checkpoints" if place.lead else _rank_scratch(place.rank, ctx.env.run_id)
+    duo = _build_duo(cfg, device, mps, checked, place, run_dir, snapshot_dir, learner, directory, reporter,
+                     coordinator)
+    try:
+        result = duo.run()
+    except BaseException as e:
+        if directory is not None:
+            directory.finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
+        raise
+    finally:
+        if not place.lead:
+            import shutil
+
+            shutil.rmtree(snapshot_dir, ignore_errors=True)
+    return _finish(cfg, result, run_dir, learner, checked.spec, directory, ctx)
+
+
+def _check(cfg: Config, device: torch.device, mps: MpsSession, place: _Place) -> _Checked | int:
+    """Every check that refuses a run before anything is built, in the order a user meets them; an exit
+    code where the run stops here."""
+    from duorl.envs.motion.load import check_motion_file
+
+    tr, ctx = cfg.training, place.ctx
+    # a clip that cannot be used fails here, first (every rank's collector reads it)
+    for warning in check_motion_file(cfg.task):
+        if place.lead:
+            print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
+    switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None)
     if ctx is not None:
         from duorl.distributed.agreement import config_mismatch
 
         configs = ctx.all_gather(config_to_dict(cfg), "comparing the ranks' configurations", group="startup")
-        agree(config_mismatch(configs), "comparing configurations")
+        place.agree(config_mismatch(configs), "comparing configurations")
     verdict = mps.probe(str(device), str(device))  # fails closed before anything is built
     if ctx is None and not verdict.ok:
         print(f"error: {verdict.message}", file=sys.stderr)
         return 2
-    agree(None if verdict.ok else verdict.message, "probing CUDA MPS")
+    place.agree(None if verdict.ok else verdict.message, "probing CUDA MPS")
     if tr.torch_threads > 0:
         torch.set_num_threads(tr.torch_threads)
+    checked = _check_task(cfg, switches, verdict, place)
+    if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
+        checked.resume_state, checked.learner_state, checked.resumed_from = _load_resume(
+            cfg, checked.task, place.world, place.lead, ctx)
+    from duorl.runtime.replay import ReplayLayout
+
+    spec = checked.spec
+    layout = ReplayLayout(tr.num_envs, cfg.algo.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
+    place.agree(_memory_problem(cfg, spec, device, layout.nbytes(), ctx is not None),
+                "checking memory for the replay ring and the networks")
+    return checked
+
+
+def _check_task(cfg: Config, switches: Switches, verdict: MpsVerdict, place: _Place) -> _Checked:
+    """The task's shapes and inputs, and the run directory's path (duorl/cli/preflight.py)."""
+    from duorl.cli.preflight import preflight
+    from duorl.envs.registry import env_spec, make_task
+    from duorl.envs.task_sources import is_mjlab
+
     # unbound: shapes and state names, no simulation (None: an mjlab task, a whole VecEnv without a Task)
     task = None if is_mjlab(cfg.task.name) else make_task(cfg.task)
     spec = env_spec(cfg.task) if task is None else task.spec
-    checked = preflight(cfg, spec, task, lead)  # the task's inputs and the run directory's path (duorl/cli/preflight.py)
+    checked = preflight(cfg, spec, task, place.lead)
     for warning in checked.warnings:
         print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
-    agree(checked.problem, "checking the run's inputs")
+    place.agree(checked.problem, "checking the run's inputs")
+    return _Checked(switches, verdict, task, spec)
 
-    resume_state, resumed_from, learner_state = None, None, None
-    if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
-        resume_state, learner_state, resumed_from = _load_resume(cfg, task, world, lead, ctx)
 
-    layout = ReplayLayout(tr.num_envs, algo.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
-    agree(_memory_problem(cfg, spec, device, layout.nbytes(), ctx is not None),
-          "checking memory for the replay ring and the networks")
+def _stopped_before_start(place: _Place) -> bool:
+    """A stop that reached any rank before its run directory exists stops them all here."""
+    from duorl.runtime.stop_signals import early_stop_signal
 
     stop_now = early_stop_signal() is not None
-    if ctx is not None:  # a stop that reached any rank before its run directory exists stops them all here
-        stop_now = any(ctx.all_gather(stop_now, "agreeing whether to start", group="startup"))
-    if stop_now:
-        if lead:
-            print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
-        return 0
+    if place.ctx is not None:
+        stop_now = any(place.ctx.all_gather(stop_now, "agreeing whether to start", group="startup"))
+    if stop_now and place.lead:
+        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+    return stop_now
+
+
+def _claim_run_dir(cfg: Config, place: _Place) -> Path:
+    """Rank 0 claims a new run directory (atomic: never an existing one); every rank learns its path."""
+    from duorl.telemetry.run_dir_claim import claim_run_dir
+    from duorl.telemetry.run_directory import default_run_dir
+    from duorl.telemetry.summary import write_json_atomic
+
+    ctx = place.ctx
     run_dir: Path | None = None
-    if lead:
-        run_dir = claim_run_dir(tr.log_dir, default_run_dir(cfg))  # atomic: never an existing one
+    if place.lead:
+        run_dir = claim_run_dir(cfg.training.log_dir, default_run_dir(cfg))
         write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
         print(f"duorl: run directory {run_dir}", flush=True)
     if ctx is not None:
         # global rank 0 (whichever host the rendezvous made it) writes the run directory: every other
         # node says where it is (docs/distributed.md)
-        path, writer = ctx.broadcast((str(run_dir), ctx.host) if lead else None, "sharing the run directory")
+        path, writer = ctx.broadcast((str(run_dir), ctx.host) if place.lead else None, "sharing the run directory")
         run_dir = Path(path)
-        if not lead and ctx.env.local_rank == 0:
+        if not place.lead and ctx.env.local_rank == 0:
             print(f"duorl: run directory {run_dir} on {writer} (written by rank 0)", flush=True)
     assert run_dir is not None
+    return run_dir
 
+
+def _build_learner(cfg: Config, device: torch.device, checked: _Checked, place: _Place) -> tuple[Any, Any]:
+    """The learner (restored on resume) and its gradient synchronizer (the data-parallel one, or None)."""
+    from duorl.algos.registry import make_learner
+
+    tr = cfg.training
     if device.type == "cuda":
         # the learner's CUDA graph captures on the current device's stream and registers its default
         # generator: on any GPU but the first, both must be the run's (the collector sets its own)
         torch.cuda.set_device(device)
     torch.manual_seed(derive_seed(tr.seed, "learner"))
     # the same networks and update noise on every rank: the learner streams are rank 0's everywhere
-    learner = make_learner(algo, spec, device, derive_seed(tr.seed, "learner"))
-    if learner_state is not None:
-        learner.load_state_dict(learner_state)
-    sync = None
-    if ctx is not None:
-        sync = _data_parallel_learner(cfg, learner, ctx, device)
-    else:
-        from duorl.algos.grad_buffers import LocalValidity
+    learner = make_learner(cfg.algo, checked.spec, device, derive_seed(tr.seed, "learner"))
+    if checked.learner_state is not None:
+        learner.load_state_dict(checked.learner_state)
+    if place.ctx is not None:
+        return learner, _data_parallel_learner(cfg, learner, place.ctx, device)
+    from duorl.algos.grad_buffers import LocalValidity
 
-        # alone, the same rule as under data parallel: a step whose loss or gradients are not finite is
-        # skipped (on the device), and counted in Train/skipped_updates
-        learner.set_synchronizer(LocalValidity(device))
+    # alone, the same rule as under data parallel: a step whose loss or gradients are not finite is
+    # skipped (on the device), and counted in Train/skipped_updates
+    learner.set_synchronizer(LocalValidity(device))
+    return learner, None
 
+
+def _reporting(cfg: Config, device: torch.device, checked: _Checked, place: _Place, run_dir: Path, learner: Any,
+               sync: Any) -> tuple[Any, Any, Any]:
+    """Rank 0's run directory (None on other ranks), where the duo's results go (the run directory; a
+    rank's reporter under data parallel) and the coordinator of the ranks' iteration boundaries."""
+    from duorl.envs.task_sources import tick_eager_reason
+    from duorl.runtime.coordination import Solo
+    from duorl.telemetry.run_directory import RunDirectory
+    from duorl.telemetry.summary import device_record, host_record, package_versions
+
+    ctx = place.ctx
+    directory: Any = None
+    if place.lead:
+        (run_dir / "checkpoints").mkdir(exist_ok=True)
+        directory = RunDirectory(cfg, run_dir, learner, device)
+        directory.manifest.update(_manifest(cfg, device, checked.switches, checked.spec, place.world, ctx is not None,
+                                           checked.resumed_from, device_record, host_record, package_versions))
+        # why the tick runs eagerly whatever sim.tick_cuda_graph says (an mjlab step syncs the host)
+        directory.manifest["collector_tick_cuda_graph"]["eager_reason"] = tick_eager_reason(cfg.task.name)
+        # which rule skips invalid steps: this process's verdict alone, or every rank's
+        directory.manifest["gradient_synchronizer"] = type(learner.grad_sync).__name__
+        if sync is not None:
+            directory.manifest["dp_gradient_groups"] = sync.layout()
+    if ctx is None:
+        return directory, directory, Solo()
+    from duorl.distributed.dp_coordinator import DataParallelCoordinator, RankReporter
+
+    rank_record = {"rank": place.rank, "local_rank": ctx.env.local_rank, "host": ctx.host,
+                   "device": str(device), "device_uuid": device_record(device).get("uuid")}
+    return directory, RankReporter(ctx, directory, sync, rank_record), DataParallelCoordinator(ctx, sync.watch)
+
+
+def _build_duo(cfg: Config, device: torch.device, mps: MpsSession, checked: _Checked, place: _Place, run_dir: Path,
+               snapshot_dir: Path, learner: Any, directory: Any, reporter: Any, coordinator: Any) -> Any:
+    """The duo: its settings, the collector's env and actor factories, and the MPS check at its start."""
+    from duorl.algos.registry import make_actor
+    from duorl.cli.learner_stall import gone_recorder, stall_recorder
+    from duorl.envs.registry import make_vec_env
+    from duorl.runtime.duo import Duo
+    from duorl.runtime.settings import DuoSettings
+
+    tr, switches, rank, lead, ctx = cfg.training, checked.switches, place.rank, place.lead, place.ctx
     env_factory = functools.partial(
         make_vec_env,
         cfg.task,
@@ -225,8 +342,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         compile=switches.tick_compile,
         solver_early_exit=switches.solver_early_exit,
     )
-    actor_factory = functools.partial(make_actor, algo, spec)
-    snapshot_dir = run_dir / "checkpoints" if lead else _rank_scratch(rank, ctx.env.run_id)
+    actor_factory = functools.partial(make_actor, cfg.algo, checked.spec)
     settings = DuoSettings(
         config=cfg,
         device=str(device),
@@ -242,60 +358,25 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         on_learner_gone=gone_recorder(run_dir if lead else None),
         snapshot_dir_is_scratch=not lead,
     )
-    reporter: Any = None
-    if lead:
-        (run_dir / "checkpoints").mkdir(exist_ok=True)
-        reporter = RunDirectory(cfg, run_dir, learner, device)
-        reporter.manifest.update(_manifest(cfg, device, switches, spec, world, ctx is not None, resumed_from,
-                                           device_record, host_record, package_versions))
-        # why the tick runs eagerly whatever sim.tick_cuda_graph says (an mjlab step syncs the host)
-        reporter.manifest["collector_tick_cuda_graph"]["eager_reason"] = tick_eager_reason(cfg.task.name)
-        # which rule skips invalid steps: this process's verdict alone, or every rank's
-        reporter.manifest["gradient_synchronizer"] = type(learner.grad_sync).__name__
-        if sync is not None:
-            reporter.manifest["dp_gradient_groups"] = sync.layout()
-    coordinator: Any = Solo()
-    if ctx is not None:
-        from duorl.distributed.dp_coordinator import DataParallelCoordinator, RankReporter
-
-        rank_record = {"rank": rank, "local_rank": ctx.env.local_rank, "host": ctx.host,
-                       "device": str(device), "device_uuid": device_record(device).get("uuid")}
-        reporter = RankReporter(ctx, reporter, sync, rank_record)
-        coordinator = DataParallelCoordinator(ctx, sync.watch)
-
-    def on_collector_ready(collector_pid: int, collector_device: str) -> dict[str, Any]:
-        # MPS fails open: once both processes hold a CUDA context, prove they share one GPU as the
-        # daemon's clients
-        v = mps.verify(os.getpid(), collector_pid, collector_device)
-        verdicts = _gather_verdicts(ctx, v)
-        if not all(x.ok for x in verdicts):
-            bad = next(x for x in verdicts if not x.ok)
-            raise StartRefused(bad.message if ctx is None else f"rank {bad.evidence.rank} ({bad.host}): {bad.message}")
-        return {"cuda_process_sharing": mps_manifest(tr.cuda_process_sharing, [x.evidence for x in verdicts],
-                                                     [x.host for x in verdicts])}
-
-    if lead:
-        reporter_inner = reporter.inner if ctx is not None else reporter
-        reporter_inner.manifest["cuda_process_sharing"] = mps_manifest(tr.cuda_process_sharing, [verdict.evidence])
-    duo = Duo(settings, spec, learner, env_factory, actor_factory, reporter, resume=resume_state,
-              on_collector_ready=on_collector_ready, coordinator=coordinator)
-    try:
-        result = duo.run()
-    except BaseException as e:
-        if lead:
-            _inner(reporter).finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
-        raise
-    finally:
-        if not lead:
-            import shutil
-
-            shutil.rmtree(snapshot_dir, ignore_errors=True)
-    return _finish(cfg, result, run_dir, learner, spec, _inner(reporter) if lead else None, ctx)
+    if directory is not None:
+        directory.manifest["cuda_process_sharing"] = mps_manifest(tr.cuda_process_sharing, [checked.verdict.evidence])
+    return Duo(settings, checked.spec, learner, env_factory, actor_factory, reporter, resume=checked.resume_state,
+               on_collector_ready=functools.partial(_check_mps_clients, mps, ctx, tr.cuda_process_sharing),
+               coordinator=coordinator)
 
 
-def _inner(reporter: Any) -> Any:
-    """The run directory behind a rank's reporter."""
-    return getattr(reporter, "inner", reporter)
+def _check_mps_clients(mps: MpsSession, ctx: Any, sharing: Any, collector_pid: int,
+                       collector_device: str) -> dict[str, Any]:
+    """The duo's on_collector_ready: MPS fails open, so once both processes hold a CUDA context, prove
+    they share one GPU as the daemon's clients (on every rank); the manifest's record of it."""
+    from duorl.runtime.duo import StartRefused
+
+    v = mps.verify(os.getpid(), collector_pid, collector_device)
+    verdicts = _gather_verdicts(ctx, v)
+    if not all(x.ok for x in verdicts):
+        bad = next(x for x in verdicts if not x.ok)
+        raise StartRefused(bad.message if ctx is None else f"rank {bad.evidence.rank} ({bad.host}): {bad.message}")
+    return {"cuda_process_sharing": mps_manifest(sharing, [x.evidence for x in verdicts], [x.host for x in verdicts])}
 
 
 def _rank_scratch(rank: int, run_id: str) -> Path:
@@ -420,45 +501,75 @@ def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, 
 
 def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, directory: Any, ctx: Any) -> int:
     """Record the outcome (rank 0), run the post-training steps and return the exit code."""
-    rank = ctx.rank if ctx is not None else 0
-    where = f"rank {rank} ({ctx.host}): " if ctx is not None else ""
     if result.status == "refused":
-        print(f"error: {result.error}", file=sys.stderr, flush=True)
-        if directory is not None:
-            directory.finish("refused", result.iterations, 0, result.wall_s, error=result.error)
-        if ctx is not None:
-            from duorl.distributed.launch import record_rank_failure
-
-            record_rank_failure(result.error or "refused", "input")
-        return exit_code(result.status)
+        return _finish_refused(result, directory, ctx)
     if result.status == "failed":
-        if ctx is not None:
-            from duorl.distributed.launch import record_rank_failure
-
-            record_rank_failure(f"{where}{result.error}", result.failed_part or "learner",
-                                secondary=result.failed_part == "peer rank")
-        if directory is not None:
-            # a peer rank's loss is only the echo of its failure: the launcher replaces it with the cause
-            extra = {"cause_known": False} if result.failed_part == "peer rank" else {}
-            directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}",
-                             failed_part=result.failed_part, **extra)
-        print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
-        if directory is not None:
-            kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
-            print(f"duorl: run directory {run_dir} (status failed; {kept})", file=sys.stderr)
-        return exit_code(result.status)
-    digests = None
-    if ctx is not None:
-        from duorl.distributed.agreement import state_digest
-
-        # every rank's learner state, hashed: data parallel keeps them bitwise equal
-        mine = state_digest(learner.state_dict(), tuple(getattr(learner, "rank_local_state", ())))
-        hashes = ctx.all_gather(mine, "comparing the final learner states", group="startup")
-        digests = {"sha256": hashes, "equal": len(set(hashes)) == 1}
-        if not digests["equal"] and rank == 0:
-            print(f"duorl: warning: the ranks' final learner states differ: {hashes}", file=sys.stderr, flush=True)
+        return _finish_failed(result, run_dir, directory, ctx)
+    digests = _final_state_digests(learner, ctx)
     if directory is None:
         return 0
+    extra = _summary_extras(cfg, result, run_dir, directory, digests, ctx)
+    extra.update(_after_training(cfg, run_dir, learner, spec))
+    env_steps = directory.total_env_steps if directory.total_env_steps is not None else result.env_steps
+    directory.finish(result.status, result.iterations, env_steps, result.wall_s, **extra)
+    ret = result.last_metrics.get("Train/mean_episode_return")
+    msg = f"duorl: {result.status} {result.iterations} iterations, {env_steps:,} env steps in {result.wall_s:.1f} s"
+    if ret is not None:
+        msg += f"; mean episode return {ret:.2f}"
+    if result.wall_limited:
+        msg += f" (stopped by training.max_wall_minutes={cfg.training.max_wall_minutes})"
+    print(msg, flush=True)
+    print(f"duorl: run directory {run_dir}", flush=True)
+    return 0
+
+
+def _finish_refused(result: Any, directory: Any, ctx: Any) -> int:
+    print(f"error: {result.error}", file=sys.stderr, flush=True)
+    if directory is not None:
+        directory.finish("refused", result.iterations, 0, result.wall_s, error=result.error)
+    if ctx is not None:
+        from duorl.distributed.launch import record_rank_failure
+
+        record_rank_failure(result.error or "refused", "input")
+    return exit_code(result.status)
+
+
+def _finish_failed(result: Any, run_dir: Path, directory: Any, ctx: Any) -> int:
+    where = f"rank {ctx.rank} ({ctx.host}): " if ctx is not None else ""
+    if ctx is not None:
+        from duorl.distributed.launch import record_rank_failure
+
+        record_rank_failure(f"{where}{result.error}", result.failed_part or "learner",
+                            secondary=result.failed_part == "peer rank")
+    if directory is not None:
+        # a peer rank's loss is only the echo of its failure: the launcher replaces it with the cause
+        extra = {"cause_known": False} if result.failed_part == "peer rank" else {}
+        directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}",
+                         failed_part=result.failed_part, **extra)
+    print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
+    if directory is not None:
+        kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
+        print(f"duorl: run directory {run_dir} (status failed; {kept})", file=sys.stderr)
+    return exit_code(result.status)
+
+
+def _final_state_digests(learner: Any, ctx: Any) -> dict[str, Any] | None:
+    """Every rank's learner state, hashed (data parallel keeps them bitwise equal); None alone."""
+    if ctx is None:
+        return None
+    from duorl.distributed.agreement import state_digest
+
+    mine = state_digest(learner.state_dict(), tuple(learner.rank_local_state))
+    hashes = ctx.all_gather(mine, "comparing the final learner states", group="startup")
+    digests = {"sha256": hashes, "equal": len(set(hashes)) == 1}
+    if not digests["equal"] and ctx.rank == 0:
+        print(f"duorl: warning: the ranks' final learner states differ: {hashes}", file=sys.stderr, flush=True)
+    return digests
+
+
+def _summary_extras(cfg: Config, result: Any, run_dir: Path, directory: Any, digests: dict[str, Any] | None,
+                    ctx: Any) -> dict[str, Any]:
+    """The run's manifest updates, and what run_summary.json records beside the status."""
     if result.graph is not None:
         directory.manifest["whole_cycle_cuda_graph"].update(result.graph)
     directory.manifest["collector_tick_cuda_graph"]["active"] = result.tick_graph_active
@@ -474,18 +585,7 @@ def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, di
         }
     if ctx is not None:
         extra["dp_learner_state"] = digests
-    extra.update(_after_training(cfg, run_dir, learner, spec))
-    env_steps = directory.total_env_steps if directory.total_env_steps is not None else result.env_steps
-    directory.finish(result.status, result.iterations, env_steps, result.wall_s, **extra)
-    ret = result.last_metrics.get("Train/mean_episode_return")
-    msg = f"duorl: {result.status} {result.iterations} iterations, {env_steps:,} env steps in {result.wall_s:.1f} s"
-    if ret is not None:
-        msg += f"; mean episode return {ret:.2f}"
-    if result.wall_limited:
-        msg += f" (stopped by training.max_wall_minutes={cfg.training.max_wall_minutes})"
-    print(msg, flush=True)
-    print(f"duorl: run directory {run_dir}", flush=True)
-    return 0
+    return extra
 
 
 def _task_state_keys(task: Any) -> tuple[str, ...]:

@@ -84,11 +84,32 @@ class VecEnv(Protocol):
              of the state the step reached (present when the spec names any)}.
     No host sync happens inside reset() or step(), unless the class says `tick_capturable = False` (and
     why, in `tick_eager_reason`): the collector then runs its tick eagerly (an mjlab task's env).
+
+    VecEnvs subclass it explicitly, so that the optional parts below exist on every env with their
+    defaults and the runtime reads them unconditionally.
     """
 
     spec: EnvSpec
     num_envs: int
     device: torch.device
+
+    # -- optional parts (defaults: absent) -----------------------------------------------------------
+    tick_capturable: bool = True
+    tick_eager_reason: str | None = None
+    # the env's own random stream (reset noise) on its device: a captured tick registers it
+    generator: torch.Generator | None = None
+    # set by the collector: the env times its physics as a phase of an eager tick (None: untimed)
+    phase_timer: Any = None
+    # the NaN guard's record of the first env found broken (`taken`, `tensors()`); None: no guard
+    nan_snapshot: Any = None
+
+    def state_dict(self) -> dict[str, Any] | None:
+        """The env's resume state (clones, no host sync); None: it keeps none, so a resumed run starts
+        its envs afresh."""
+        return None
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} keeps no resume state")
 
     def reset(self) -> Obs: ...
 

@@ -13,7 +13,7 @@ import torch
 
 from duorl.gpu.compiling import maybe_compile
 from duorl.envs.backends.base import Backend
-from duorl.envs.base import EnvSpec, Obs, Uniforms
+from duorl.envs.base import EnvSpec, Obs, Uniforms, VecEnv
 from duorl.envs.tasks.base import Task
 
 
@@ -83,7 +83,7 @@ class _NanSnapshot:
         return {k: getattr(self, k).detach().cpu().clone() for k in names}
 
 
-class TaskVecEnv:
+class TaskVecEnv(VecEnv):
     """A batch of `num_envs` episodes of one task on one backend; see envs/base.py for step().
 
     Reset noise comes from `self.generator` (on the env device, seeded once). Whoever captures

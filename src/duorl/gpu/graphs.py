@@ -393,8 +393,8 @@ def graph_fingerprint(learner: GraphCapturable) -> tuple:
     """Everything whose change makes a captured graph stale (host reads only, no device sync)."""
     torch_internals.verify_instance_attributes()  # the private attributes read below (cached: once)
     items: list[Any] = [
-        getattr(learner, "state_generation", 0),
-        (id(getattr(learner, "grad_sync", None)), _sync_fingerprint(learner)),
+        learner.state_generation,
+        (id(learner.grad_sync), _sync_fingerprint(learner)),
     ]
     items += [_keys(hooks) for hooks in torch_internals.global_hook_dicts()]
     # it runs before every replay, on the host ahead of the launch: one walk of each module tree, reading
@@ -436,8 +436,7 @@ def _module_tree(root: nn.Module) -> list[nn.Module]:
 
 
 def _sync_fingerprint(learner: GraphCapturable) -> Any:
-    sync = getattr(learner, "grad_sync", None)
-    return sync.fingerprint() if sync is not None else None
+    return learner.grad_sync.fingerprint() if learner.grad_sync is not None else None
 
 
 def _reset_generators(generators: Sequence[torch.Generator]) -> None:

@@ -186,15 +186,45 @@ def _learner_alive(pid: int) -> Callable[[], str | None]:
     return check
 
 
+@dataclass
+class _Parts:
+    """What a collector builds once and steps every iteration."""
+
+    env: Any
+    actor: nn.Module
+    board: WeightBoard
+    gen: torch.Generator
+    timer: PhaseTimer
+    tick: CollectorTick
+    snapshots: "_Snapshots"
+    nan_snapshot: Any  # the env's first-NaN snapshot while it is still to be written, else None
+
+
 def _run(args: CollectorArgs) -> None:
-    control, settings = args.control, args.settings
+    """Open the device, build the env and the tick, say ready, then run iterations until told to stop."""
+    device = _open_device(args.settings)
+    beat = Heartbeat(args.control, "collector", args.stall)
+    watch = PeerWatch(args.control, beat, args.learner_pid, args.stall)
+    parts = _build(args, device, beat)
+    args.control.set(COLLECTOR_READY, 1)
+    try:
+        _loop(args, parts, device, beat, watch)
+    finally:
+        parts.tick.release()  # the graph goes before the env and tensors it references
+
+
+def _open_device(settings: DuoSettings) -> torch.device:
     if settings.torch_threads > 0:
         torch.set_num_threads(settings.torch_threads)
     device = torch.device(settings.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    beat = Heartbeat(control, "collector", args.stall)
-    watch = PeerWatch(control, beat, args.learner_pid, args.stall)
+    return device
+
+
+def _build(args: CollectorArgs, device: torch.device, beat: Heartbeat) -> _Parts:
+    """The env (restored on resume), the actor, the views of replay and the weight board, and the tick."""
+    settings = args.settings
     beat.phase("building env")
     env = args.env_factory()
     actor = args.actor_factory(device)
@@ -204,57 +234,66 @@ def _run(args: CollectorArgs) -> None:
     gen = torch.Generator(device=device)
     gen.manual_seed(settings.explore_seed)
     timer = PhaseTimer(device)
-    learner_alive = _learner_alive(args.learner_pid)
-    stop = lambda: control.get(STOP) == 1  # noqa: E731
-    s = settings.env_steps_per_sync
-    spin = spins_while_waiting(device)
-
-    control.write_device(_opened_device(device))
+    args.control.write_device(_opened_device(device))
     obs = _to(env.reset(), device)
     if args.restore is not None:
         obs = _restore(args.restore, env, actor, gen, device)
     tick = CollectorTick(env, actor, ring, gen, obs, device, cuda_graph=settings.tick_cuda_graph, timer=timer,
                          eval_envs=settings.eval_envs)
     snapshots = _Snapshots(settings.snapshot_dir, beat)
-    nan_snapshot = getattr(env, "nan_snapshot", None) if settings.nan_dump_path else None
-    control.set(COLLECTOR_READY, 1)
+    nan_snapshot = env.nan_snapshot if settings.nan_dump_path else None
+    return _Parts(env, actor, board, gen, timer, tick, snapshots, nan_snapshot)
+
+
+def _loop(args: CollectorArgs, parts: _Parts, device: torch.device, beat: Heartbeat, watch: PeerWatch) -> None:
+    """Iteration k waits for W_k, writes ticks k*s..(k+1)*s-1 into replay and publishes them."""
+    control, settings = args.control, args.settings
+    learner_alive = _learner_alive(args.learner_pid)
+    stop = lambda: control.get(STOP) == 1  # noqa: E731
+    s = settings.env_steps_per_sync
+    spin = spins_while_waiting(device)
     k = args.start_iteration
-    try:
-        while True:
-            try:
-                waited = wait_until(lambda: control.get(WEIGHTS_VERSION) >= k, learner_alive,
-                                    f"the collector waited for weights W_{k}", stop, watch=watch, spin=spin)
-            except StopRequested:
-                waited = 0.0
-            if stop():
-                snapshots.persist(control.get(FINAL_BOUNDARY))
-                return
-            t_iter = time.perf_counter()
-            board.load_into(actor, k)
-            # the first tick compiles (sim.tick_compile) or is captured (sim.tick_cuda_graph): a long phase
-            beat.phase("stepping" if k > args.start_iteration else "compiling or capturing")
-            tick.run(k * s, s)
-            if settings.collector_delay_ms > 0:
-                time.sleep(settings.collector_delay_ms / 1e3)
-            # the publish: rows must be in memory before the learner may read them
-            sync(device)
-            stats = timer.collect()
-            if nan_snapshot is not None and bool(nan_snapshot.taken):  # after the sync: no extra stall
-                torch.save({"iteration": k, **nan_snapshot.tensors()}, settings.nan_dump_path)
-                nan_snapshot = None
-            stats["collector_learner_wait_ms"] = waited * 1e3
-            stats["collector_iteration_ms"] = (time.perf_counter() - t_iter) * 1e3
-            stats["collector_tick_graph"] = 1.0 if tick.captured else 0.0
-            stats.update(tick.sums.result())
-            # the state after iteration k is the start of iteration k+1: keep it for a checkpoint there
-            snapshots.take(k, env, actor, gen, tick.obs)
-            if settings.save_interval > 0 and (k + 1) % settings.save_interval == 0:
-                snapshots.persist(k + 1)
-            control.write_stats(k, stats)
-            control.set(TICKS_WRITTEN, (k + 1) * s)
-            k += 1
-    finally:
-        tick.release()  # the graph goes before the env and tensors it references
+    while True:
+        try:
+            waited = wait_until(lambda: control.get(WEIGHTS_VERSION) >= k, learner_alive,
+                                f"the collector waited for weights W_{k}", stop, watch=watch, spin=spin)
+        except StopRequested:
+            waited = 0.0
+        if stop():
+            parts.snapshots.persist(control.get(FINAL_BOUNDARY))
+            return
+        stats = _iteration(args, parts, device, beat, k, waited)
+        # the state after iteration k is the start of iteration k+1: keep it for a checkpoint there
+        parts.snapshots.take(k, parts.env, parts.actor, parts.gen, parts.tick.obs)
+        if settings.save_interval > 0 and (k + 1) % settings.save_interval == 0:
+            parts.snapshots.persist(k + 1)
+        control.write_stats(k, stats)
+        control.set(TICKS_WRITTEN, (k + 1) * s)
+        k += 1
+
+
+def _iteration(args: CollectorArgs, parts: _Parts, device: torch.device, beat: Heartbeat, k: int,
+               waited: float) -> dict[str, float]:
+    """Step iteration k's ticks with W_k; its stats."""
+    settings, tick = args.settings, parts.tick
+    t_iter = time.perf_counter()
+    parts.board.load_into(parts.actor, k)
+    # the first tick compiles (sim.tick_compile) or is captured (sim.tick_cuda_graph): a long phase
+    beat.phase("stepping" if k > args.start_iteration else "compiling or capturing")
+    tick.run(k * settings.env_steps_per_sync, settings.env_steps_per_sync)
+    if settings.collector_delay_ms > 0:
+        time.sleep(settings.collector_delay_ms / 1e3)
+    # the publish: rows must be in memory before the learner may read them
+    sync(device)
+    stats = parts.timer.collect()
+    if parts.nan_snapshot is not None and bool(parts.nan_snapshot.taken):  # after the sync: no extra stall
+        torch.save({"iteration": k, **parts.nan_snapshot.tensors()}, settings.nan_dump_path)
+        parts.nan_snapshot = None
+    stats["collector_learner_wait_ms"] = waited * 1e3
+    stats["collector_iteration_ms"] = (time.perf_counter() - t_iter) * 1e3
+    stats["collector_tick_graph"] = 1.0 if tick.captured else 0.0
+    stats.update(tick.sums.result())
+    return stats
 
 
 def _opened_device(device: torch.device) -> str:
@@ -288,16 +327,20 @@ class _Snapshots:
         self.beat = beat
 
     def take(self, iteration: int, env: Any, actor: nn.Module, gen: torch.Generator, obs: dict[str, torch.Tensor]) -> None:
-        if self.directory is None or not hasattr(env, "state_dict"):
+        if self.directory is None:
+            return
+        env_state = env.state_dict()
+        if env_state is None:
             return
         snap: dict[str, Any] = {
             "iteration": iteration,
-            "env": env.state_dict(),
+            "env": env_state,
             "obs": {key: v.clone() for key, v in obs.items()},
             "explore_generator": gen.get_state(),
         }
-        if hasattr(actor, "exploration_state"):
-            snap["actor_exploration"] = actor.exploration_state()
+        exploration = actor.exploration_state()
+        if exploration is not None:
+            snap["actor_exploration"] = exploration
         self.slots[iteration % 2] = snap
 
     def persist(self, boundary: int) -> None:
@@ -316,7 +359,7 @@ class _Snapshots:
 def _restore(snap: dict[str, Any], env: Any, actor: nn.Module, gen: torch.Generator, device: torch.device) -> dict[str, torch.Tensor]:
     env.load_state_dict(_to_device(snap["env"], env.device))
     gen.set_state(snap["explore_generator"])
-    if "actor_exploration" in snap and hasattr(actor, "load_exploration_state"):
+    if "actor_exploration" in snap:
         actor.load_exploration_state(_to_device(snap["actor_exploration"], device))
     return _to(snap["obs"], device)
 

@@ -89,6 +89,17 @@ class DuoResult:
     failed_part: str | None = None  # what failed: "collector" or "peer rank"
 
 
+@dataclass
+class _Ending:
+    """How the loop ended, before the final checkpoint (which may still fail the run)."""
+
+    status: str = "completed"
+    error: str | None = None
+    failed_part: str | None = None
+    keep_last_checkpoint: bool = False
+    last_metrics: dict[str, float] = field(default_factory=dict)
+
+
 class Duo:
     def __init__(
         self,
@@ -126,6 +137,18 @@ class Duo:
         self._done_iterations = 0
         self.tick_graph_active = False
         self.wall_limited = False  # stopped by max_wall_s (a completed run, at an earlier boundary)
+        # built by _allocate (run's first step); None until then, so that _shutdown knows what exists
+        self.layout: ReplayLayout = None  # type: ignore[assignment]
+        self.ring: ReplayRing = None  # type: ignore[assignment]
+        self.board: WeightBoard = None  # type: ignore[assignment]
+        self.control: ControlBlock | None = None
+        self._beat: Heartbeat = None  # type: ignore[assignment]
+        self.sampler: ReplaySampler = None  # type: ignore[assignment]
+        self.loss_poison: torch.Tensor | None = None
+        self.graph: Any = None  # a WholeCycleGraph when whole_cycle_cuda_graph
+        self._cycles_seen: set[Any] = set()
+        self.replay_origin = 0  # the first tick replay holds (set by _restore)
+        self._wait_stop: Callable[[], bool] = lambda: False
 
     # -- setup ---------------------------------------------------------------------------------
     def _allocate(self) -> None:
@@ -139,13 +162,11 @@ class Duo:
         # the learner's phase follows its calls into the other ranks and into the run directory
         self.coord = PhasedCoordinator(self.coord, self._beat)
         self.reporter = PhasedReporter(self.reporter, self._beat)
-        self._cycles_seen: set[Any] = set()
         gen = torch.Generator(device=self.device)
         gen.manual_seed(s.replay_seed)
         self.sampler = ReplaySampler(self.ring, gen, check_window=s.check_replay_window, age_bias=s.replay_age_bias)
         # before any capture: a captured graph reads the offsets from this buffer
         self.loss_poison = self.learner.poison_losses(s.updates_per_step) if s.nan_loss_iteration >= 0 else None
-        self.graph = None
         if s.whole_cycle_cuda_graph:
             from duorl.gpu.graphs import WholeCycleGraph
 
@@ -196,89 +217,109 @@ class Duo:
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> DuoResult:
-        s = self.s
+        """Build, spawn the collector, loop, then stop it and write the final checkpoint."""
         t_start = time.perf_counter()
         self._allocate()
         start = self._restore()
         self._done_iterations = start
-        k = start
-        status, error = "completed", None
-        failed_part: str | None = None
-        last: dict[str, float] = {}
+        ending = self._start_and_loop(start, t_start)
+        k = self._done_iterations
+        self._shutdown(final_boundary=k)
+        if ending.status == "completed" and self._stop_requested():
+            ending.status = "interrupted"
+        self._final_checkpoint(ending, start, k)
+        if self.s.snapshot_dir is not None:
+            remove_snapshots(self.s.snapshot_dir)  # states the collector left for boundaries never reached
+        return self._result(ending, k, t_start)
+
+    def _stop_requested(self) -> bool:
+        """A stop asked for here (a signal) or elsewhere (the collector got a SIGTERM)."""
+        return STOP_REQUEST() or self.control.get(STOP_REQUESTED) == 1
+
+    def _start_and_loop(self, start: int, t_start: float) -> _Ending:
+        """Start the collector and run the loop while signals are listened to; how it ended."""
+        ending = _Ending()
         # with peers, a second Ctrl-C is the launcher passing the first one on, not a user's "now"
         # alone, a signal abandons a compile or capture (minutes on a loaded machine) instead of waiting
         # for its end; with peers every rank stops at the same boundary (the stop agreement)
         in_long_phase = (lambda: self._beat.current if self._beat.current in INTERRUPTIBLE_PHASES else None) \
             if self.coord.local_stops else (lambda: None)
-        keep_last_checkpoint = False
-        # a stop asked for here (a signal) or elsewhere (the collector got a SIGTERM)
-        stop = lambda: STOP_REQUEST() or self.control.get(STOP_REQUESTED) == 1  # noqa: E731
         with STOP_REQUEST.listen(escalate=self.coord.local_stops), STOP_REQUEST.phases(in_long_phase):
-            self._wait_stop = stop if self.coord.local_stops else (lambda: False)
+            self._wait_stop = self._stop_requested if self.coord.local_stops else (lambda: False)
             try:
-                self.board.publish(self.learner.actor, start)
-                sync(self.device)
-                self.control.set(WEIGHTS_VERSION, start)
-                self._spawn_collector(start)
-                assert self.process is not None
-                wait_until(
-                    lambda: self.control.get(COLLECTOR_READY) == 1,
-                    self._collector_alive,
-                    "the learner waited for the collector to build its env",
-                    self._wait_stop,
-                    watch=self._watch,
-                    spin=self._spin,
-                )
-                manifest = self._manifest()
-                if self.on_collector_ready is not None:
-                    manifest.update(self.on_collector_ready(self.process.pid, self.control.read_device()))
-                self.coord.barrier("every rank's collector built its env")
-                self.reporter.started(manifest)
-                last = self._loop(start, stop, t_start)
+                self._start_collector(start)
+                ending.last_metrics = self._loop(start, self._stop_requested, t_start)
             except LOOP_ENDINGS as e:
-                outcome = outcome_of(e)
-                assert outcome is not None
-                status, failed_part, keep_last_checkpoint = outcome.status, outcome.failed_part, outcome.keep_last_checkpoint
-                if outcome.status in ("failed", "refused"):
-                    error = str(e)
-                if isinstance(e, PhaseInterrupted):
-                    os.write(2, f"duorl: {signal.Signals(e.signum).name} while the learner was {e.phase}: stopped at "
-                                f"once; that iteration is abandoned and not saved, the last checkpoint stays the run's\n"
-                                .encode())
-            except BaseException as e:
+                self._record_ending(ending, e)
+            except BaseException:
                 self._shutdown()
-                raise e
-            finally:
-                k = self._done_iterations
-        self._shutdown(final_boundary=k)
-        if status == "completed" and stop():
-            status = "interrupted"
-        env_steps = self._env_steps(k)
-        if not keep_last_checkpoint and status != "refused" and failed_part != "run directory" and (
-                status != "failed" or (self.coord.world_size == 1 and k > start)):
-            # with peers the final checkpoint is gathered from every rank, so a rank that failed alone
-            # (its peers are elsewhere in the loop) keeps the last periodic one instead; a run that
-            # failed before its first iteration has nothing to keep (an untrained learner); a run
-            # whose directory refused a write (a full disk) writes nothing more there
-            try:
-                self.reporter.checkpoint(k, env_steps, final=True, runtime_state=self._runtime_state(k))
-            except WriteFailed as e:
-                status, error, failed_part = "failed", str(e), "run directory"
-        if self.s.snapshot_dir is not None:
-            remove_snapshots(self.s.snapshot_dir)  # states the collector left for boundaries never reached
+                raise
+        return ending
+
+    def _start_collector(self, start: int) -> None:
+        """Publish W_start, spawn the collector, wait for its env, and report the run started."""
+        self.board.publish(self.learner.actor, start)
+        sync(self.device)
+        self.control.set(WEIGHTS_VERSION, start)
+        self._spawn_collector(start)
+        assert self.process is not None
+        wait_until(
+            lambda: self.control.get(COLLECTOR_READY) == 1,
+            self._collector_alive,
+            "the learner waited for the collector to build its env",
+            self._wait_stop,
+            watch=self._watch,
+            spin=self._spin,
+        )
+        manifest = self._manifest()
+        if self.on_collector_ready is not None:
+            manifest.update(self.on_collector_ready(self.process.pid, self.control.read_device()))
+        self.coord.barrier("every rank's collector built its env")
+        self.reporter.started(manifest)
+
+    @staticmethod
+    def _record_ending(ending: _Ending, e: BaseException) -> None:
+        """Map a loop ending (runtime/outcome.py) onto the run's status."""
+        outcome = outcome_of(e)
+        assert outcome is not None
+        ending.status, ending.failed_part = outcome.status, outcome.failed_part
+        ending.keep_last_checkpoint = outcome.keep_last_checkpoint
+        if outcome.status in ("failed", "refused"):
+            ending.error = str(e)
+        if isinstance(e, PhaseInterrupted):
+            os.write(2, f"duorl: {signal.Signals(e.signum).name} while the learner was {e.phase}: stopped at "
+                        f"once; that iteration is abandoned and not saved, the last checkpoint stays the run's\n"
+                        .encode())
+
+    def _final_checkpoint(self, ending: _Ending, start: int, k: int) -> None:
+        """Write the checkpoint at the boundary the run stopped at, where the run keeps one."""
+        if ending.keep_last_checkpoint or ending.status == "refused" or ending.failed_part == "run directory":
+            return
+        # with peers the final checkpoint is gathered from every rank, so a rank that failed alone
+        # (its peers are elsewhere in the loop) keeps the last periodic one instead; a run that
+        # failed before its first iteration has nothing to keep (an untrained learner); a run
+        # whose directory refused a write (a full disk) writes nothing more there
+        if ending.status == "failed" and not (self.coord.world_size == 1 and k > start):
+            return
+        try:
+            self.reporter.checkpoint(k, self._env_steps(k), final=True, runtime_state=self._runtime_state(k))
+        except WriteFailed as e:
+            ending.status, ending.error, ending.failed_part = "failed", str(e), "run directory"
+
+    def _result(self, ending: _Ending, k: int, t_start: float) -> DuoResult:
         return DuoResult(
-            status=status,
+            status=ending.status,
             iterations=k,
-            env_steps=env_steps,
+            env_steps=self._env_steps(k),
             wall_s=time.perf_counter() - t_start,
-            error=error,
-            last_metrics=last,
+            error=ending.error,
+            last_metrics=ending.last_metrics,
             replay_window_violations=self.sampler.violations,
             replay_samples_checked=self.sampler.samples_checked,
             graph=self.graph.state() if self.graph is not None else None,
             tick_graph_active=self.tick_graph_active,
             wall_limited=self.wall_limited,
-            failed_part=failed_part,
+            failed_part=ending.failed_part,
         )
 
     def _restore(self) -> int:
@@ -324,89 +365,121 @@ class Duo:
         return iterations * self.s.env_steps_per_sync * self.s.num_envs
 
     def _loop(self, start: int, stop: Callable[[], bool], t_start: float) -> dict[str, float]:
+        """Iterations start..max_iterations-1 (or until the ranks agree to stop); the last logged row."""
         s = self.s
-        n, sps = s.num_envs, s.env_steps_per_sync
         timer = PhaseTimer(self.device)
-        metrics = IterationMetrics(n, s.eval_envs, sps, tuple(self.spec.metric_names), time.perf_counter())
+        metrics = IterationMetrics(s.num_envs, s.eval_envs, s.env_steps_per_sync, tuple(self.spec.metric_names),
+                                   time.perf_counter())
         metrics_dev: dict[str, torch.Tensor] = {}
         last: dict[str, float] = {}
         for k in range(start, s.max_iterations):
-            wall = s.max_wall_s is not None and time.perf_counter() - t_start >= s.max_wall_s
-            verdict = self.coord.agree_stop(stop(), wall)
-            if verdict.stop:
-                self.wall_limited = verdict.wall_limited
+            if self._agreed_stop(stop, t_start):
                 break
             t_iter = time.perf_counter()
-            hi = k * sps
-            waited = wait_until(
-                lambda: self.control.get(TICKS_WRITTEN) >= hi,
-                self._collector_alive,
-                f"the learner waited for ticks < {hi} (iteration {k})",
-                self._wait_stop,
-                watch=self._watch,
-                spin=self._spin,
-            )
+            waited = self._wait_for_ticks(k)
             cstats = self.control.read_stats(k - 1) if k > start else None
-            origin = self.replay_origin
-            if k > 0 and (k - 1) * sps >= origin:
-                new_a, new_c = self.ring.ticks_obs((k - 1) * sps, hi)
-                self.learner.observe(new_a, new_c)
-                if hasattr(self.learner, "observe_rewards"):
-                    self.learner.observe_rewards(*self.ring.ticks_rewards((k - 1) * sps, hi))
-            if hi - origin >= max(s.learning_starts, 1) and s.updates_per_step > 0:
-                lo, hi = readable_window(k, sps, s.buffer_size)
-                self.sampler.set_window(max(lo, origin), hi)
-                poisoned = self.loss_poison is not None and k == s.nan_loss_iteration
-                if poisoned:
-                    self.loss_poison[0] = float("nan")
-                self._beat.phase(self._train_phase())
-                with timer.phase("learner_train_ms"):
-                    train = self.graph.train_iteration if self.graph is not None else self.learner.train_iteration
-                    metrics_dev = train(self.sampler.sample, s.updates_per_step)
-                if poisoned:
-                    self.loss_poison.zero_()
+            self._observe_new_ticks(k)
+            trained = self._train(k, timer)
+            if trained is not None:
+                metrics_dev = trained
             if s.learner_delay_ms > 0:
                 time.sleep(s.learner_delay_ms / 1e3)
             t_pub = time.perf_counter()
-            self._beat.phase("publishing weights")
-            if k == s.max_iterations - 1:
-                # no collector iteration needs W_max: let the collector stop instead of running it
-                self.control.set(FINAL_BOUNDARY, s.max_iterations)
-                self.control.set(STOP, 1)
-            self.board.publish(self.learner.actor, k + 1)
-            sync(self.device)  # the publish: weights are in memory before the version says so
-            self.control.set(WEIGHTS_VERSION, k + 1)
+            self._publish(k)
             t_end = time.perf_counter()
             self._done_iterations = k + 1
             metrics.add((t_end - t_iter) * 1e3, waited * 1e3, (t_end - t_pub) * 1e3, cstats)
             if cstats is not None and cstats.get("collector_tick_graph") == 1.0:
                 self.tick_graph_active = True
-
             if (k + 1) % s.log_interval == 0 or k == s.max_iterations - 1:
-                now = time.perf_counter()
-                env_steps = self._env_steps(k + 1)
-                m = metrics.row(env_steps, now, timer.collect().get("learner_train_ms"), metrics_dev)
-                self.reporter.log(k + 1, env_steps, now - t_start, m)
-                last = m
+                last = self._log(k, metrics, timer, metrics_dev, t_start)
             if (k + 1) % s.save_interval == 0 and k + 1 < s.max_iterations:
-                # the collector leaves its state at this boundary when it finishes iteration k
-                wait_until(
-                    lambda: self.control.get(TICKS_WRITTEN) >= (k + 1) * sps,
-                    self._collector_alive,
-                    f"the learner waited for the collector's state at iteration {k + 1}",
-                    self._wait_stop,
-                    watch=self._watch,
-                    spin=self._spin,
-                )
-                self.reporter.checkpoint(
-                    k + 1, self._env_steps(k + 1), final=False, runtime_state=self._runtime_state(k + 1)
-                )
+                self._periodic_checkpoint(k)
         return last
+
+    def _agreed_stop(self, stop: Callable[[], bool], t_start: float) -> bool:
+        """Whether every rank stops before this iteration (a stop request or max_wall_s)."""
+        s = self.s
+        wall = s.max_wall_s is not None and time.perf_counter() - t_start >= s.max_wall_s
+        verdict = self.coord.agree_stop(stop(), wall)
+        if verdict.stop:
+            self.wall_limited = verdict.wall_limited
+        return verdict.stop
+
+    def _wait_for_ticks(self, k: int) -> float:
+        """Wait until every tick < k*s is in replay; the seconds waited."""
+        hi = k * self.s.env_steps_per_sync
+        return wait_until(
+            lambda: self.control.get(TICKS_WRITTEN) >= hi,
+            self._collector_alive,
+            f"the learner waited for ticks < {hi} (iteration {k})",
+            self._wait_stop,
+            watch=self._watch,
+            spin=self._spin,
+        )
+
+    def _observe_new_ticks(self, k: int) -> None:
+        """Hand the learner the observations (and rewards) of the ticks iteration k-1 collected."""
+        sps = self.s.env_steps_per_sync
+        if k > 0 and (k - 1) * sps >= self.replay_origin:
+            new_a, new_c = self.ring.ticks_obs((k - 1) * sps, k * sps)
+            self.learner.observe(new_a, new_c)
+            self.learner.observe_rewards(*self.ring.ticks_rewards((k - 1) * sps, k * sps))
+
+    def _train(self, k: int, timer: PhaseTimer) -> dict[str, torch.Tensor] | None:
+        """Iteration k's updates on the readable window; their metrics, or None before learning starts."""
+        s = self.s
+        hi = k * s.env_steps_per_sync
+        if hi - self.replay_origin < max(s.learning_starts, 1) or s.updates_per_step <= 0:
+            return None
+        lo, hi = readable_window(k, s.env_steps_per_sync, s.buffer_size)
+        self.sampler.set_window(max(lo, self.replay_origin), hi)
+        poisoned = self.loss_poison is not None and k == s.nan_loss_iteration
+        if poisoned:
+            self.loss_poison[0] = float("nan")
+        self._beat.phase(self._train_phase())
+        with timer.phase("learner_train_ms"):
+            train = self.graph.train_iteration if self.graph is not None else self.learner.train_iteration
+            metrics_dev = train(self.sampler.sample, s.updates_per_step)
+        if poisoned:
+            self.loss_poison.zero_()
+        return metrics_dev
+
+    def _publish(self, k: int) -> None:
+        """Publish W_{k+1}; after the last iteration, tell the collector to stop instead."""
+        self._beat.phase("publishing weights")
+        if k == self.s.max_iterations - 1:
+            # no collector iteration needs W_max: let the collector stop instead of running it
+            self.control.set(FINAL_BOUNDARY, self.s.max_iterations)
+            self.control.set(STOP, 1)
+        self.board.publish(self.learner.actor, k + 1)
+        sync(self.device)  # the publish: weights are in memory before the version says so
+        self.control.set(WEIGHTS_VERSION, k + 1)
+
+    def _log(self, k: int, metrics: IterationMetrics, timer: PhaseTimer, metrics_dev: dict[str, torch.Tensor],
+             t_start: float) -> dict[str, float]:
+        now = time.perf_counter()
+        env_steps = self._env_steps(k + 1)
+        row = metrics.row(env_steps, now, timer.collect().get("learner_train_ms"), metrics_dev)
+        self.reporter.log(k + 1, env_steps, now - t_start, row)
+        return row
+
+    def _periodic_checkpoint(self, k: int) -> None:
+        # the collector leaves its state at this boundary when it finishes iteration k
+        wait_until(
+            lambda: self.control.get(TICKS_WRITTEN) >= (k + 1) * self.s.env_steps_per_sync,
+            self._collector_alive,
+            f"the learner waited for the collector's state at iteration {k + 1}",
+            self._wait_stop,
+            watch=self._watch,
+            spin=self._spin,
+        )
+        self.reporter.checkpoint(k + 1, self._env_steps(k + 1), final=False, runtime_state=self._runtime_state(k + 1))
 
     def _train_phase(self) -> str:
         """'compiling or capturing' the first time an update cycle runs (torch.compile compiles it, a
         whole-cycle graph captures it; both key on the learner's cycle), else 'training'."""
-        key = self.learner.cycle_key(self.s.updates_per_step) if hasattr(self.learner, "cycle_key") else None
+        key = self.learner.cycle_key(self.s.updates_per_step)
         if key in self._cycles_seen:
             return "training"
         self._cycles_seen.add(key)
@@ -429,9 +502,9 @@ class Duo:
 
     def _shutdown(self, final_boundary: int = 0) -> None:
         """Stop the collector; never leave it behind. It leaves its state at `final_boundary`."""
-        if getattr(self, "graph", None) is not None:
+        if self.graph is not None:
             self.graph.release()  # graphs go before anything they reference (and, later, the process group)
-        if not hasattr(self, "control"):
+        if self.control is None:
             return
         self._beat.phase("stopping")
         self.control.set(FINAL_BOUNDARY, final_boundary)

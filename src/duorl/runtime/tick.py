@@ -141,12 +141,11 @@ class CollectorTick:
         self.device = device
         self.obs = {k: v.to(device).clone() for k, v in obs.items()}
         self.tick = torch.zeros((), dtype=torch.int64, device=device)
-        spec = getattr(env, "spec", None)
         num_envs = next(iter(self.obs.values())).shape[0]
         if not 0 <= eval_envs < num_envs:
             raise ValueError(f"training.eval_envs={eval_envs}: must be in [0, {num_envs}) "
                              f"(the collector has {num_envs} envs)")
-        self.sums = EpisodeSums(device, num_envs, getattr(spec, "metric_names", ()), eval_envs)
+        self.sums = EpisodeSums(device, num_envs, env.spec.metric_names, eval_envs)
         # [N, 1] True where an env acts deterministically; None when all explore
         self._deterministic = ((torch.arange(num_envs, device=device) >= self.sums.n_explore).unsqueeze(1)
                                if eval_envs > 0 else None)
@@ -155,8 +154,7 @@ class CollectorTick:
         self.graph: torch.cuda.CUDAGraph | None = None
         self._stream = torch.cuda.Stream(device) if cuda_graph else None
         # the env times its physics as a phase of the eager tick; a captured tick is timed whole
-        if hasattr(env, "phase_timer"):
-            env.phase_timer = None if cuda_graph else timer
+        env.phase_timer = None if cuda_graph else timer
 
     @property
     def captured(self) -> bool:
@@ -232,8 +230,8 @@ class CollectorTick:
 
     def _generators(self) -> list[torch.Generator]:
         gens = [self.generator]
-        env_gen = getattr(self.env, "generator", None)
-        if isinstance(env_gen, torch.Generator) and env_gen.device.type == "cuda" and env_gen is not self.generator:
+        env_gen = self.env.generator
+        if env_gen is not None and env_gen.device.type == "cuda" and env_gen is not self.generator:
             gens.append(env_gen)
         return gens
 

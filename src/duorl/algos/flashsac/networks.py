@@ -12,6 +12,8 @@ import math
 import torch
 from torch import nn
 
+from duorl.algos.base import Policy
+
 from duorl.algos.flashsac.layers import Trunk, UnitLinear, project_unit_norm
 from duorl.algos.flashsac.noise import HeldNoise
 from duorl.algos.sac.networks import tanh_gaussian_log_prob
@@ -19,7 +21,7 @@ from duorl.algos.sac.networks import CategoricalSupportMixin
 from duorl.algos.sac.normalizer import RunningObsNormalizer
 
 
-class FlashSACActor(nn.Module):
+class FlashSACActor(nn.Module, Policy):
     """pi(a|s) = tanh(N(mu(s), sigma(s))) on an inverted-residual trunk; actions in [-1, 1].
 
     Exploration (`explore`) holds its Gaussian noise for zeta-distributed numbers of steps per env.

@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from duorl.algos.base import Policy
+
 from duorl.algos.aligned_gemm import AlignedLinear, member_matmul
 from duorl.algos.sac.normalizer import RunningObsNormalizer
 
@@ -42,7 +44,7 @@ def tanh_gaussian_log_prob(pre_tanh: torch.Tensor, mean: torch.Tensor, log_std: 
     return (gaussian - log_det).sum(-1)
 
 
-class TanhGaussianActor(nn.Module):
+class TanhGaussianActor(nn.Module, Policy):
     """pi(a|s) = tanh(N(mu(s), sigma(s))), actions in [-1, 1].
 
     Observations are raw; the optional running normaliser inside the module is applied first.

@@ -17,12 +17,12 @@ from typing import Any
 
 import torch
 
-from duorl.envs.base import EnvSpec, Obs
+from duorl.envs.base import EnvSpec, Obs, VecEnv
 from duorl.envs.task_sources import MJLAB_TICK_EAGER_REASON
 from duorl.envs.vec_env import _select
 
 
-class MjlabVecEnv:
+class MjlabVecEnv(VecEnv):
     """`num_envs` envs of one mjlab task; see envs/base.py for reset() and step()."""
 
     # mjlab's step syncs with the host: the collector tick runs eagerly (runtime/tick.py)
