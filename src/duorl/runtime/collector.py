@@ -214,8 +214,8 @@ def _run(args: CollectorArgs) -> None:
 
 
 def _open_device(settings: DuoSettings) -> torch.device:
-    if settings.torch_threads > 0:
-        torch.set_num_threads(settings.torch_threads)
+    if settings.config.training.torch_threads > 0:
+        torch.set_num_threads(settings.config.training.torch_threads)
     device = torch.device(settings.device)
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -239,7 +239,7 @@ def _build(args: CollectorArgs, device: torch.device, beat: Heartbeat) -> _Parts
     if args.restore is not None:
         obs = _restore(args.restore, env, actor, gen, device)
     tick = CollectorTick(env, actor, ring, gen, obs, device, cuda_graph=settings.tick_cuda_graph, timer=timer,
-                         eval_envs=settings.eval_envs)
+                         eval_envs=settings.config.training.eval_envs)
     snapshots = _Snapshots(settings.snapshot_dir, beat)
     nan_snapshot = env.nan_snapshot if settings.nan_dump_path else None
     return _Parts(env, actor, board, gen, timer, tick, snapshots, nan_snapshot)
@@ -265,7 +265,7 @@ def _loop(args: CollectorArgs, parts: _Parts, device: torch.device, beat: Heartb
         stats = _iteration(args, parts, device, beat, k, waited)
         # the state after iteration k is the start of iteration k+1: keep it for a checkpoint there
         parts.snapshots.take(k, parts.env, parts.actor, parts.gen, parts.tick.obs)
-        if settings.save_interval > 0 and (k + 1) % settings.save_interval == 0:
+        if settings.config.algo.save_interval > 0 and (k + 1) % settings.config.algo.save_interval == 0:
             parts.snapshots.persist(k + 1)
         control.write_stats(k, stats)
         control.set(TICKS_WRITTEN, (k + 1) * s)
@@ -281,8 +281,8 @@ def _iteration(args: CollectorArgs, parts: _Parts, device: torch.device, beat: H
     # the first tick compiles (sim.tick_compile) or is captured (sim.tick_cuda_graph): a long phase
     beat.phase("stepping" if k > args.start_iteration else "compiling or capturing")
     tick.run(k * settings.env_steps_per_sync, settings.env_steps_per_sync)
-    if settings.collector_delay_ms > 0:
-        time.sleep(settings.collector_delay_ms / 1e3)
+    if settings.config.debug.collector_delay_ms > 0:
+        time.sleep(settings.config.debug.collector_delay_ms / 1e3)
     # the publish: rows must be in memory before the learner may read them
     sync(device)
     stats = parts.timer.collect()

@@ -164,7 +164,8 @@ class Duo:
         self.reporter = PhasedReporter(self.reporter, self._beat)
         gen = torch.Generator(device=self.device)
         gen.manual_seed(s.replay_seed)
-        self.sampler = ReplaySampler(self.ring, gen, check_window=s.check_replay_window, age_bias=s.replay_age_bias)
+        self.sampler = ReplaySampler(self.ring, gen, check_window=s.config.debug.check_replay_window,
+                                     age_bias=s.replay_age_bias)
         # before any capture: a captured graph reads the offsets from this buffer
         self.loss_poison = self.learner.poison_losses(s.updates_per_step) if s.nan_loss_iteration >= 0 else None
         if s.whole_cycle_cuda_graph:
@@ -353,7 +354,7 @@ class Duo:
         return {
             "replay_generator": self.sampler.generator.get_state(),
             "collector": collector,
-            "replay": {k: v for k, v in self.ring.t.items()} if self.s.checkpoint_replay else None,
+            "replay": {k: v for k, v in self.ring.t.items()} if self.s.config.training.checkpoint_replay else None,
             "replay_origin": self.replay_origin,
             "replay_bytes": self.layout.nbytes(),
         }
@@ -368,8 +369,8 @@ class Duo:
         """Iterations start..max_iterations-1 (or until the ranks agree to stop); the last logged row."""
         s = self.s
         timer = PhaseTimer(self.device)
-        metrics = IterationMetrics(s.num_envs, s.eval_envs, s.env_steps_per_sync, tuple(self.spec.metric_names),
-                                   time.perf_counter())
+        metrics = IterationMetrics(s.num_envs, s.config.training.eval_envs, s.env_steps_per_sync,
+                                   tuple(self.spec.metric_names), time.perf_counter())
         metrics_dev: dict[str, torch.Tensor] = {}
         last: dict[str, float] = {}
         for k in range(start, s.max_iterations):
@@ -382,8 +383,8 @@ class Duo:
             trained = self._train(k, timer)
             if trained is not None:
                 metrics_dev = trained
-            if s.learner_delay_ms > 0:
-                time.sleep(s.learner_delay_ms / 1e3)
+            if s.config.debug.learner_delay_ms > 0:
+                time.sleep(s.config.debug.learner_delay_ms / 1e3)
             t_pub = time.perf_counter()
             self._publish(k)
             t_end = time.perf_counter()
@@ -391,9 +392,9 @@ class Duo:
             metrics.add((t_end - t_iter) * 1e3, waited * 1e3, (t_end - t_pub) * 1e3, cstats)
             if cstats is not None and cstats.get("collector_tick_graph") == 1.0:
                 self.tick_graph_active = True
-            if (k + 1) % s.log_interval == 0 or k == s.max_iterations - 1:
+            if (k + 1) % s.config.training.log_interval == 0 or k == s.max_iterations - 1:
                 last = self._log(k, metrics, timer, metrics_dev, t_start)
-            if (k + 1) % s.save_interval == 0 and k + 1 < s.max_iterations:
+            if (k + 1) % s.config.algo.save_interval == 0 and k + 1 < s.max_iterations:
                 self._periodic_checkpoint(k)
         return last
 
@@ -430,7 +431,7 @@ class Duo:
         """Iteration k's updates on the readable window; their metrics, or None before learning starts."""
         s = self.s
         hi = k * s.env_steps_per_sync
-        if hi - self.replay_origin < max(s.learning_starts, 1) or s.updates_per_step <= 0:
+        if hi - self.replay_origin < max(s.config.algo.learning_starts, 1) or s.updates_per_step <= 0:
             return None
         lo, hi = readable_window(k, s.env_steps_per_sync, s.buffer_size)
         self.sampler.set_window(max(lo, self.replay_origin), hi)

@@ -18,8 +18,9 @@ from duorl.runtime.replay import AgeBias
 @dataclass(frozen=True)
 class DuoSettings:
     """What one duo runs with: the resolved Config itself, and what this rank derives from it (its
-    device, seeds, resolved switches and paths). Picklable: the collector gets this same object. The
-    properties read the Config, so no setting is copied."""
+    device, seeds, resolved switches and paths). Picklable: the collector gets this same object. A
+    setting is read from `config` (`settings.config.training.log_interval`); the properties below are
+    the duo's shape, read on every iteration, and the values derived from several settings."""
 
     config: Config
     device: str
@@ -61,49 +62,13 @@ class DuoSettings:
         return self.config.algo.max_iterations
 
     @property
-    def learning_starts(self) -> int:  # ticks in replay before the first update
-        return self.config.algo.learning_starts
-
-    @property
     def updates_per_step(self) -> int:
         return self.config.algo.updates_per_step
-
-    @property
-    def save_interval(self) -> int:
-        return self.config.algo.save_interval
-
-    @property
-    def log_interval(self) -> int:
-        return self.config.training.log_interval
-
-    @property
-    def torch_threads(self) -> int:
-        return self.config.training.torch_threads
-
-    @property
-    def eval_envs(self) -> int:  # the last eval_envs envs act deterministically (runtime/tick.py)
-        return self.config.training.eval_envs
-
-    @property
-    def checkpoint_replay(self) -> bool:
-        return self.config.training.checkpoint_replay
 
     @property
     def max_wall_s(self) -> float | None:  # stop at the first iteration boundary after this (None: no limit)
         minutes = self.config.training.max_wall_minutes
         return minutes * 60.0 if minutes is not None else None
-
-    @property
-    def collector_delay_ms(self) -> float:
-        return self.config.debug.collector_delay_ms
-
-    @property
-    def learner_delay_ms(self) -> float:
-        return self.config.debug.learner_delay_ms
-
-    @property
-    def check_replay_window(self) -> bool:
-        return self.config.debug.check_replay_window
 
     @property
     def replay_age_bias(self) -> AgeBias | None:  # age-biased replay sampling (WarpSAC); None = uniform

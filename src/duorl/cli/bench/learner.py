@@ -171,8 +171,7 @@ def learner_fixture(algo: str, task: str | None = None, overrides: list[str] | N
         sampler.set_window(0, ticks)
         obs_a, obs_c = ring.ticks_obs(0, ticks)
         learner.observe(obs_a, obs_c)
-        if hasattr(learner, "observe_rewards"):
-            learner.observe_rewards(*ring.ticks_rewards(0, ticks))
+        learner.observe_rewards(*ring.ticks_rewards(0, ticks))
         return learner, sampler
 
     return LearnerFixture(cfg, spec, dev, ring, ticks, setup, synchronizers, group)
