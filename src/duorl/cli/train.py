@@ -182,6 +182,7 @@ def _check(cfg: Config, device: torch.device, mps: MpsSession, place: _Place) ->
     """Every check that refuses a run before anything is built, in the order a user meets them; an exit
     code where the run stops here."""
     from duorl.envs.motion.load import check_motion_file
+    from duorl.runtime.replay import ReplayLayout
 
     tr, ctx = cfg.training, place.ctx
     # a clip that cannot be used fails here, first (every rank's collector reads it)
@@ -205,8 +206,6 @@ def _check(cfg: Config, device: torch.device, mps: MpsSession, place: _Place) ->
     if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
         checked.resume_state, checked.learner_state, checked.resumed_from = _load_resume(
             cfg, checked.task, place.world, place.lead, ctx)
-    from duorl.runtime.replay import ReplayLayout
-
     spec = checked.spec
     layout = ReplayLayout(tr.num_envs, cfg.algo.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
     place.agree(_memory_problem(cfg, spec, device, layout.nbytes(), ctx is not None),
