@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -153,3 +154,33 @@ def test_the_video_writer_is_an_mp4_encoder_or_a_clear_error(monkeypatch, tmp_pa
         else:
             with pytest.raises(PlayError, match=expect):
                 _mp4_writer()
+
+
+def test_an_env_that_draws_itself_is_recorded_from_its_own_frames(tmp_path):
+    """An mjlab task is a whole VecEnv with its own offscreen renderer: the recorder takes its
+    render_frame() (env 0, its viewer's camera) instead of drawing a duorl Task's model."""
+    import imageio.v3 as iio
+
+    from duorl.cli.play import _mp4_writer, _VideoRecorder
+
+    class DrawsItself:
+        spec = SimpleNamespace(control_dt=0.04)  # 25 frames per second
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def render_frame(self) -> np.ndarray:
+            self.calls += 1
+            return np.full((48, 64, 3), 40 * self.calls, dtype=np.uint8)
+
+    env = DrawsItself()
+    recorder = _VideoRecorder(env, _mp4_writer())
+    for _ in range(6):
+        recorder.frame()
+    out = recorder.write(str(tmp_path / "v.mp4"))
+    assert env.calls == 6
+    frames = iio.imread(out, plugin="FFMPEG")
+    assert frames.shape == (6, 48, 64, 3)
+    assert iio.immeta(out, plugin="FFMPEG")["fps"] == 25
+    # the frames are the env's own, in order (MP4 is lossy: compare mean brightness)
+    assert [round(float(f.mean()) / 40) for f in frames] == [1, 2, 3, 4, 5, 6]

@@ -61,3 +61,39 @@ def test_a_rank_does_not_escalate_a_second_sigint() -> None:
         os.kill(os.getpid(), signal.SIGINT)  # the launcher passing the first one on
         assert early_stop_signal() == signal.SIGINT
     assert early_stop_signal() is None
+
+
+_EARLY = """
+import os, signal, sys
+from duorl.runtime import orphans
+from duorl.runtime.stop_signals import STOP_REQUEST
+role = sys.argv[1]
+got = []
+if role == "none":  # nobody listens: the handlers from before come back and get the signal again
+    before = {signal.SIGTERM: lambda s, f: got.append(s), signal.SIGINT: signal.SIG_IGN}
+    orphans.arm_from_environment([signal.SIGINT, signal.SIGTERM], before)
+    print(got == [signal.SIGTERM], signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
+    sys.exit(0)
+os.environ[orphans.PARENT_ENV] = orphans.parent_entry(os.getppid(), role)
+orphans.arm_from_environment([signal.SIGINT] if role == orphans.RANK else [signal.SIGINT, signal.SIGTERM], {})
+if role == orphans.RANK:
+    print(STOP_REQUEST.signal == signal.SIGINT, STOP_REQUEST.listening)
+else:
+    print(orphans.early_sigterm, signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
+"""
+
+
+@pytest.mark.parametrize("role", ["rank", "collector", "none"])
+def test_signals_before_the_handlers_exist_are_handed_to_them(role):
+    """duorl/__init__.py records SIGINT/SIGTERM from a child's first instruction (a launcher's stop can
+    arrive while the child is still importing): a rank makes the first its stop request, a collector
+    keeps the SIGTERM and ignores the SIGINT, and a process that arms nothing gets them delivered to its
+    previous handlers."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DUORL_PARENT_PID", "TORCHELASTIC_RUN_ID")}
+    p = subprocess.run([sys.executable, "-c", _EARLY, role], capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["True", "True"], (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr

@@ -242,7 +242,7 @@ def test_wall_limit_ends_a_run_as_completed_with_a_checkpoint(tmp_path):
     assert (run / "checkpoints" / "latest.json").is_file()
     # the collector on the CPU ticks eagerly, and the manifest says so
     tick = summary["runtime_manifest"]["collector_tick_cuda_graph"]
-    assert tick == {"configured": None, "enabled": False, "active": False,
+    assert tick == {"configured": None, "enabled": False, "active": False, "eager_reason": None,
                     "compiled": {"configured": None, "enabled": False},
                     "solver_early_exit": {"configured": False, "enabled": False}}
 

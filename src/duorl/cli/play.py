@@ -80,7 +80,8 @@ def evaluate(
     actor.load_state_dict(data["policy"])
     actor.eval()
     sim_cfg = replace(cfg.sim, name=sim)
-    env = make_vec_env(cfg.task, sim_cfg, episodes, "cpu", derive_seed(cfg.training.seed, "play"), True, play=True)
+    env = make_vec_env(cfg.task, sim_cfg, episodes, "cpu", derive_seed(cfg.training.seed, "play"), True, play=True,
+                       render=writer is not None)
     recorder = _VideoRecorder(env, writer) if writer is not None else None
 
     obs = env.reset()
@@ -210,30 +211,36 @@ def check_video(path: str) -> dict[str, Any]:
 
 
 class _VideoRecorder:
-    """Frames of env 0 through MuJoCo's renderer; needs an OpenGL backend (MUJOCO_GL=egl or osmesa).
-    A task with a reference clip (reference_qpos) also gets its reference pose drawn as a ghost
-    where the clip puts it: the robot and the ghost overlap while it tracks."""
+    """Frames of env 0. duorl's own tasks: through MuJoCo's renderer from the backend's state; a task
+    with a reference clip (reference_qpos) also gets its reference pose drawn as a ghost where the clip
+    puts it (the robot and the ghost overlap while it tracks). An mjlab task: its own offscreen renderer
+    (`render_frame()`, its viewer's camera). Both need an OpenGL backend (MUJOCO_GL=egl or osmesa)."""
 
     def __init__(self, env: Any, writer: dict[str, Any]) -> None:
-        import mujoco
-
-        if not hasattr(env, "task"):  # an mjlab task: a whole VecEnv, no duorl Task to draw
-            env.close()
-            raise PlayError("video is recorded for duorl's own tasks; an mjlab task has none yet: play without --video")
         self.writer = writer  # check_video's
         self.env = env
-        self.model = _render_model(env.task)
+        self.frames: list[Any] = []
+        self._own_frame = getattr(env, "render_frame", None)  # a whole VecEnv that draws itself (mjlab)
+        if self._own_frame is None:
+            self._scene_for_task(env.task)
+
+    def _scene_for_task(self, task: Any) -> None:
+        import mujoco
+
+        self.model = _render_model(task)
         self.data = mujoco.MjData(self.model)
-        self.reference = getattr(env.task, "reference_qpos", None)
+        self.reference = getattr(task, "reference_qpos", None)
         self.ref_data = mujoco.MjData(self.model) if self.reference is not None else None
         self.option = mujoco.MjvOption()
         self.option.geomgroup[:] = 1  # collision geoms sit in groups MuJoCo hides by default
         self.camera = mujoco.MjvCamera()  # follows the robot from its side
         self.camera.distance, self.camera.azimuth, self.camera.elevation = 3.5, 90.0, -15.0
         self.renderer = _renderer(self.model, 480, 640)
-        self.frames: list[Any] = []
 
     def frame(self) -> None:
+        if self._own_frame is not None:
+            self.frames.append(self._own_frame().copy())
+            return
         import mujoco
 
         b = self.env.backend

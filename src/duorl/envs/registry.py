@@ -50,6 +50,7 @@ def make_vec_env(
     compile: bool = False,
     solver_early_exit: bool = False,
     play: bool = False,
+    render: bool = False,
 ) -> VecEnv:
     """Build `num_envs` environments of `task_cfg.name` on `sim_cfg.name`, tensors on `device`.
 
@@ -58,10 +59,12 @@ def make_vec_env(
     (config.switches.tick_compile_enabled resolves sim.tick_compile). `solver_early_exit`: mjwarp's
     solver loop stops once all worlds converged, inside a captured tick (solver_early_exit_enabled).
     `play`: the env is for evaluation (`duorl play`); an mjlab task then uses its play configuration.
+    `render`: an mjlab task builds its own offscreen renderer (`render_frame()`, for `duorl play --video`);
+    duorl's own tasks are drawn from their backend's state and ignore it.
     An mjlab task is built whole by duorl.envs.mjlab (it steps MuJoCo Warp whatever sim_cfg says).
     """
     if task_sources.is_mjlab(task_cfg.name):
-        return task_sources.mjlab_vec_env(task_cfg, num_envs, device, seed, play=play)
+        return task_sources.mjlab_vec_env(task_cfg, num_envs, device, seed, play=play, render=render)
     _check("sim.name", sim_cfg.name, SIMS)
     task = make_task(task_cfg)
     if num_envs < 1:

@@ -189,9 +189,10 @@ def _mjlab_task(name: str) -> tuple[Any, str]:
     return module, task_id
 
 
-def mjlab_vec_env(task_cfg: TaskConfig, num_envs: int, device: str, seed: int, play: bool = False) -> Any:
+def mjlab_vec_env(task_cfg: TaskConfig, num_envs: int, device: str, seed: int, play: bool = False,
+                  render: bool = False) -> Any:
     module, task_id = _mjlab_task(task_cfg.name)
-    return module.make_vec_env(task_id, task_cfg, num_envs, device, seed, play=play)
+    return module.make_vec_env(task_id, task_cfg, num_envs, device, seed, play=play, render=render)
 
 
 # ------------------------------------------------------------------------------------ tasks, specs

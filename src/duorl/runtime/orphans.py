@@ -28,7 +28,7 @@ import ctypes
 import os
 import signal
 import sys
-from typing import Iterator
+from typing import Any, Iterator
 
 PARENT_ENV = "DUORL_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
@@ -93,17 +93,33 @@ def _record_sigterm(signum: int, frame: object) -> None:
     early_sigterm = True
 
 
-def _listen_early(role: str) -> None:
+def _listen_early(role: str, early: list[int]) -> None:
     """Signals from the child's first instruction: a collector ignores SIGINT (Ctrl-C reaches the whole
     process group; its learner owns the stop) and keeps a SIGTERM for its handler; a rank records both
-    as its stop request (a second SIGINT is the launcher passing the first on)."""
+    as its stop request (a second SIGINT is the launcher passing the first on). `early`: the signals
+    duorl/__init__.py recorded before these handlers existed, handled now in their order."""
     if role == COLLECTOR:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, _record_sigterm)
-    else:
-        from duorl.runtime.stop_signals import STOP_REQUEST
+        for signum in early:
+            if signum == signal.SIGTERM:
+                _record_sigterm(signum, None)
+        return
+    from duorl.runtime.stop_signals import STOP_REQUEST
 
-        STOP_REQUEST.listen_for_good(escalate=False)
+    STOP_REQUEST.listen_for_good(escalate=False)
+    for signum in early:
+        STOP_REQUEST.handle(signum, None)
+
+
+def _previous_handlers(early: list[int], before: dict[int, Any]) -> None:
+    """Nobody listens in this process: the handlers from before duorl's first lines back, and a signal
+    recorded meanwhile delivered again to them."""
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
+    for signum in early:
+        if before.get(signum) is not signal.SIG_IGN:
+            os.kill(os.getpid(), signum)
 
 
 def arm(parent_pid: int, sig: int) -> None:
@@ -115,23 +131,30 @@ def arm(parent_pid: int, sig: int) -> None:
         os._exit(ORPHANED_AT_START)
 
 
-def arm_from_environment() -> None:
+def arm_from_environment(early: list[int] | None = None, before: dict[int, Any] | None = None) -> None:
     """Called on the first import of duorl: arm against the parent named in DUORL_PARENT_PID (the entry
     is consumed, so that a grandchild never arms against its grandparent), else, in a torchrun
-    worker, against the agent that started it."""
+    worker, against the agent that started it. `early`: the signals recorded before this call (duorl's
+    first lines listen with a recorder, `before` holds the handlers they replaced): the process's own
+    handlers take them over."""
+    early = early if early is not None else []
+    before = before if before is not None else {}
     entry = os.environ.pop(PARENT_ENV, None)
     if entry:
         pid, _, role = entry.partition(":")
         try:
             parent = int(pid)
         except ValueError:
+            _previous_handlers(early, before)
             return  # a malformed entry arms nothing (never a reason to fail)
-        _listen_early(role)
+        _listen_early(role, early)
         # SIGKILL at first, for a collector too: until its handler runs, nothing of it needs saving
         arm(parent, signal.SIGKILL)
         return
     if "TORCHELASTIC_RUN_ID" in os.environ and "RANK" in os.environ and "LOCAL_RANK" in os.environ:
         # torchrun names no parent; its agent is this process's parent now (a parent that died in the
         # few milliseconds before this line cannot be told apart from init: the agent is rarely killed then)
-        _listen_early(RANK)
+        _listen_early(RANK, early)
         set_parent_death_signal(signal.SIGKILL)
+        return
+    _previous_handlers(early, before)

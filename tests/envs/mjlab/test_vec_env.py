@@ -167,3 +167,27 @@ def test_camera_tasks_are_refused_before_building(task_id, monkeypatch):
     monkeypatch.setattr(loader, "build_env", no_build)
     with pytest.raises(InputRefused, match="camera images"):
         mjlab.task_spec(task_id, _task_cfg(task_id))
+
+
+def test_a_video_env_is_built_with_mjlabs_offscreen_renderer(monkeypatch):
+    """`duorl play --video` of an mjlab task builds the env with render_mode='rgb_array' (mjlab's own
+    offscreen renderer, which needs OpenGL: this machine has none, so the env class is stood in for) and
+    takes its frames from env.render(); without --video no renderer is made."""
+    import mjlab.envs
+
+    from duorl.envs import mjlab as duorl_mjlab
+
+    made = []
+
+    class Built(Exception):
+        pass
+
+    def stand_in(cfg, device, render_mode=None):
+        made.append(render_mode)
+        raise Built
+
+    monkeypatch.setattr(mjlab.envs, "ManagerBasedRlEnv", stand_in)
+    for render, expect in ((True, "rgb_array"), (False, None)):
+        with pytest.raises(Built):
+            duorl_mjlab.make_vec_env(CARTPOLE, _task_cfg(), 1, "cpu", 0, play=True, render=render)
+        assert made[-1] == expect

@@ -66,7 +66,7 @@ def max_episode_steps_of(cfg: Any) -> int:
     return math.ceil(cfg.episode_length_s / (cfg.sim.mujoco.timestep * cfg.decimation))
 
 
-def build_env(cfg: Any, device: str) -> Any:
+def build_env(cfg: Any, device: str, render: bool = False) -> Any:
     """mjlab's ManagerBasedRlEnv for `cfg` on `device` (a torch device string; mjlab hands it to Warp:
     'cpu' is Warp's CPU device). Its tables of managers go nowhere: the run's console stays duorl's."""
     import torch
@@ -76,5 +76,5 @@ def build_env(cfg: Any, device: str) -> Any:
 
     dev = warp_device_for(torch.device(device))
     with contextlib.redirect_stdout(io.StringIO()):
-        return ManagerBasedRlEnv(cfg, device=dev)
+        return ManagerBasedRlEnv(cfg, device=dev, render_mode="rgb_array" if render else None)
 

@@ -117,11 +117,17 @@ class MjlabVecEnv(VecEnv):
 
         return read_metrics(self.env, self._rows)
 
+    def render_frame(self) -> Any:
+        """An RGB frame (H, W, 3 uint8) of the scene from mjlab's offscreen renderer, which follows its
+        viewer settings (camera, env 0); the env must be built with `render=True`."""
+        return self.env.render()
+
     def close(self) -> None:
         self.env.close()
 
 
-def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed: int, play: bool = False) -> MjlabVecEnv:
+def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed: int, play: bool = False,
+                  render: bool = False) -> MjlabVecEnv:
     """See duorl.envs.mjlab.make_vec_env. The spec comes from the env built here (no second build), except
     under `play`: the play configuration's env reports the training configuration's Task/ rows, in their
     order (those of the spec the policy was trained with), and ends its episodes at its own length."""
@@ -137,7 +143,7 @@ def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed:
     cfg = env_cfg(task_id, task_cfg.max_episode_steps, num_envs, seed, play=play)
     groups = obs_groups(task_id, cfg)
     refuse_untrainable(task_id, cfg, groups)
-    env = build_env(cfg, device)
+    env = build_env(cfg, device, render)
     spec, rows, _ = describe(task_id, env, groups)
     if play:
         trained = task_spec(task_id, task_cfg)
