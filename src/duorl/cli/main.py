@@ -543,6 +543,15 @@ def _main(argv: Sequence[str] | None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as e:  # argparse exits for --help, --version and usage errors
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    code = _route(args, extras, argv)
+    if code is None:  # a command group without its action (`duorl mps`, `duorl bench`): that group's help
+        _subparser(parser, [args.command] if args.command else []).print_help(sys.stderr)
+        return 2
+    return code
+
+
+def _route(args: argparse.Namespace, extras: list[str], argv: list[str]) -> int | None:
+    """The command's exit code, or None for a command group given without its action."""
     if args.command == "train":
         from duorl.distributed.launch import rank_env
         from duorl.runtime.stop_signals import stop_signals
@@ -571,51 +580,54 @@ def _main(argv: Sequence[str] | None) -> int:
 
         return assets_command(args.robot, meshes=not args.no_meshes, force=args.force, wheel=args.wheel,
                               if_missing=args.if_missing)
-    if args.command == "motion" and args.motion_command == "synth":
+    if args.command == "motion" and args.motion_command:
+        return _cmd_motion(args)
+    if args.command == "bench" and args.bench_command:
+        return _cmd_bench(args, argv)
+    return None
+
+
+def _cmd_motion(args: argparse.Namespace) -> int:
+    if args.motion_command == "synth":
         from duorl.envs.motion.synth import synth_command
 
         # before the clip is computed; nothing is written
         return _refused_output(args.out, "OUT.npz") or synth_command(args.out, args.seconds, args.fps, args.robot_xml)
-    if args.command == "motion" and args.motion_command == "import":
+    if args.motion_command == "import":
         from duorl.envs.motion.commands import import_command
 
         refused = _refused_output(args.out, "OUT.npz", ("SRC", args.src))  # before the clip is read
         return refused or import_command(args.src, args.out, args.format, args.fps, args.out_fps, args.robot_xml)
-    if args.command == "motion" and args.motion_command == "inspect":
-        from duorl.envs.motion.commands import inspect_command
+    from duorl.envs.motion.commands import inspect_command
 
-        refused = _refused_output(args.plot, "--plot", ("CLIP", args.src)) if args.plot else 0
-        return refused or inspect_command(args.src, args.format, args.fps, args.plot, args.robot_xml, args.action_range)
-    if args.command == "bench" and getattr(args, "out", None) and _refused_output(args.out, "--out"):
+    refused = _refused_output(args.plot, "--plot", ("CLIP", args.src)) if args.plot else 0
+    return refused or inspect_command(args.src, args.format, args.fps, args.plot, args.robot_xml, args.action_range)
+
+
+def _cmd_bench(args: argparse.Namespace, argv: list[str]) -> int:
+    if getattr(args, "out", None) and _refused_output(args.out, "--out"):
         return 2  # every benchmark writes --out at its end: refused before it starts
-    if args.command == "bench" and args.bench_command == "mps":
+    if args.bench_command == "mps":
         from duorl.cli.bench.mps_matrix import bench_mps_main
 
         return bench_mps_main(args.algo, args.task, args.sim, args.iterations, args.repeats, args.out, list(args.overrides))
-    if args.command == "bench" and args.bench_command == "dp":
+    if args.bench_command == "dp":
         from duorl.cli.bench.dp_scaling import bench_dp_main
 
         return bench_dp_main(args.algo, args.task, args.sim, args.devices, args.iterations, args.repeats,
                              args.ignore_first, args.report_last, args.out, list(args.overrides))
-    if args.command == "bench" and args.bench_command == "collector":
+    args.argv = argv
+    if args.bench_command == "collector":
         from duorl.cli.bench.collector import main as bench_collector_main
 
-        args.argv = argv
         return bench_collector_main(args)
-    if args.command == "bench" and args.bench_command == "corun":
+    if args.bench_command == "corun":
         from duorl.cli.bench.corun import main as bench_corun_main
 
-        args.argv = argv
         return bench_corun_main(args)
-    if args.command == "bench" and args.bench_command == "learner":
-        from duorl.cli.bench.learner import main as bench_learner_main
+    from duorl.cli.bench.learner import main as bench_learner_main
 
-        args.argv = argv
-        return bench_learner_main(args)
-    # a command group without its action (`duorl mps`, `duorl bench`): that group's help
-    group = _subparser(parser, [args.command] if args.command else [])
-    group.print_help(sys.stderr)
-    return 2
+    return bench_learner_main(args)
 
 
 def _subparser(parser: argparse.ArgumentParser, path: list[str]) -> argparse.ArgumentParser:
