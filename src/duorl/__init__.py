@@ -13,6 +13,9 @@ if "DUORL_PARENT_PID" in _os.environ or "TORCHELASTIC_RUN_ID" in _os.environ:
     early_signals: list[int] = []
     _before = {_sig: _signal.signal(_sig, lambda signum, frame: early_signals.append(signum))
                for _sig in (_signal.SIGINT, _signal.SIGTERM)}
+    # a launcher starts its ranks with both blocked (runtime/orphans.stop_signals_held_for_children): one
+    # that came during the interpreter's start was held, and reaches the recorder now
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT, _signal.SIGTERM})
 
     from duorl.runtime.orphans import arm_from_environment as _arm
 

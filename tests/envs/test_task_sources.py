@@ -124,7 +124,9 @@ def test_mjlab_tasks_are_delegated(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = registry.env_spec(cfg)
     assert (spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim) == (5, 7, 1)
     assert registry.make_vec_env(cfg, SimConfig(name="mjwarp"), 4, "cpu", 3, play=True) == "a VecEnv"
-    assert calls == [("Mjlab-Cartpole-Swingup", cfg.name, 4, "cpu", 3, True)]
+    assert registry.make_vec_env(cfg, SimConfig(name="mjwarp"), 1, "cpu", 3, play=True, render=True) == "a VecEnv"
+    assert calls == [("Mjlab-Cartpole-Swingup", cfg.name, 4, "cpu", 3, True, False),
+                     ("Mjlab-Cartpole-Swingup", cfg.name, 1, "cpu", 3, True, True)]
     with pytest.raises(ConfigError, match="unknown mjlab task id.*closest: mjlab:Mjlab-Cartpole-Swingup"):
         registry.env_spec(TaskConfig(name="mjlab:Mjlab-Cartpole-Swingap"))
     with pytest.raises(ConfigError, match="a whole VecEnv, not a Task"):

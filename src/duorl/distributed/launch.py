@@ -263,11 +263,11 @@ def launch(argv: Sequence[str], nprocs: int, run_dir: str | None = None) -> int:
     """Run `python -m duorl <argv>` as `nprocs` ranks on this host through torch's elastic launcher;
     returns the run's exit code (0 completed or cleanly interrupted, 1 failed, 2 refused). The ranks
     die with this process, whatever kills it (runtime/orphans.py); their scratch folders go with the run."""
-    from duorl.runtime.orphans import RANK, naming_parent
+    from duorl.runtime.orphans import RANK, naming_parent, stop_signals_held_for_children
 
     run_id = f"duorl-{uuid.uuid4().hex[:12]}"
     try:
-        with naming_parent(RANK):
+        with naming_parent(RANK), stop_signals_held_for_children():
             return _launch(argv, nprocs, run_dir, run_id)
     finally:
         remove_rank_scratch(run_id, range(1, nprocs))

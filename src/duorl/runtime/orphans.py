@@ -28,6 +28,7 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 from typing import Any, Iterator
 
 PARENT_ENV = "DUORL_PARENT_PID"
@@ -86,6 +87,26 @@ def signals_ignored() -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def stop_signals_held_for_children() -> Iterator[None]:
+    """SIGINT and SIGTERM blocked in this (main) thread while it starts children: a child inherits the
+    blocked mask through exec, so a stop that reaches it while the interpreter starts stays pending
+    (never a KeyboardInterrupt from inside Python's start-up, never lost) until duorl's first lines
+    listen and unblock them (duorl/__init__.py). This process still takes the signals: a keeper
+    thread, started before the block, receives them and Python runs the handlers in the main thread."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    done = threading.Event()
+    threading.Thread(target=done.wait, name="duorl-signal-keeper", daemon=True).start()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        done.set()
 
 
 def _record_sigterm(signum: int, frame: object) -> None:
