@@ -33,9 +33,9 @@ def record_learner_stall(rank: int | None, host: str, summary: str | None, messa
         message = f"rank {rank} ({host}): {message}"
         record_rank_failure(message, "learner")
     if summary is not None:
-        from duorl.telemetry.summary import mark_failed
+        from duorl.runtime.outcome import record_failure
 
-        mark_failed(Path(summary), message, "learner")
+        record_failure(Path(summary), message, "learner")
 
 
 def gone_recorder(run_dir: Path | None) -> Any:
@@ -49,6 +49,6 @@ def gone_recorder(run_dir: Path | None) -> Any:
 
 def record_learner_gone(summary: str, message: str) -> None:
     """In the collector process (pickled by reference: module-level)."""
-    from duorl.telemetry.summary import mark_failed
+    from duorl.runtime.outcome import record_failure
 
-    mark_failed(Path(summary), message, "learner", cause_known=False)
+    record_failure(Path(summary), message, "learner", cause_known=False)

@@ -17,14 +17,6 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     write_json(path, obj, Path(path).name)
 
 
-def mark_failed(path: Path, message: str, part: str, cause_known: bool = True) -> bool:
-    """runtime/outcome.record_failure (there, below the launcher's layer, which records too); imported
-    when called: it pulls in torch, which the commands that only write JSON here do without."""
-    from duorl.runtime.outcome import record_failure
-
-    return record_failure(path, message, part, cause_known)
-
-
 def package_versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {"python": platform.python_version()}
     for name in ("duorl", "torch", "numpy", "mujoco", "mujoco-warp", "warp-lang", "omegaconf"):
