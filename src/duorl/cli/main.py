@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 from duorl import __version__
 from duorl.config.schema import ALGOS, SIMS
+from duorl.startup_phases import PHASES
 
 _SIM_NOTES = {
     "mujoco": "MuJoCo's C library on CPU threads",
@@ -307,6 +308,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.lazy_description = _train_description
     _add_run_choice(train, "to train")
     train.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
+    warmup = sub.add_parser(
+        "warmup", help="fill this machine's compile caches for a task, without training",
+        description="Run the start of `duorl train` with these settings (env, Warp kernels, the compiled and\n"
+                    "captured collector tick and learner update) and stop before any update, so that the first\n"
+                    "run of this task on a new GPU machine starts warm. Nothing is kept but the caches.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_run_choice(warmup, "to warm up for")
+    warmup.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides, as for train")
     _add_config(sub)
     _add_tasks(sub)
 
@@ -363,6 +372,8 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
     try:
         if renv is not None:
             return _start_rank(args, overrides, renv)
+        with PHASES.phase("imports"):  # the start-up table's: a run needs torch, the configuration imports it
+            import torch  # noqa: F401
         cfg = load_config(args.algo, args.task, args.sim, overrides)
         from duorl.config.switches import data_parallel_enabled
         from duorl.config.validate import check_data_parallel_keys
@@ -533,12 +544,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    PHASES.add("interpreter", PHASES.origin)  # the process's start to here: Python and `import duorl.cli.main`
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         # parse_known_args: key=value pairs may come after options (`train --sim mujoco a=1 --algo sac b=2`)
         args, extras = parser.parse_known_args(argv)
-        unknown = [x for x in extras if x.startswith("-") or args.command not in ("train", "config")]
+        unknown = [x for x in extras if x.startswith("-") or args.command not in ("train", "warmup", "config")]
         if unknown:
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as e:  # argparse exits for --help, --version and usage errors
@@ -559,6 +571,12 @@ def _route(args: argparse.Namespace, extras: list[str], argv: list[str]) -> int 
         # before anything slow: an early Ctrl-C is a stop request too (a rank's second one is the launcher's)
         with stop_signals(escalate=rank_env() is None):
             return _cmd_train(args, list(args.overrides) + extras, argv)
+    if args.command == "warmup":
+        from duorl.cli.warmup import warmup_main
+        from duorl.runtime.stop_signals import stop_signals
+
+        with stop_signals(escalate=True):  # as train's: a Ctrl-C stops it cleanly
+            return warmup_main(args.algo, args.task, args.sim, list(args.overrides) + extras)
     if args.command == "config":
         return _cmd_config(args, list(args.overrides) + extras)
     if args.command == "metrics":

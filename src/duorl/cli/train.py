@@ -29,6 +29,7 @@ from duorl.config.seeding import derive_seed
 from duorl.gpu.compiling import compile_cache_dirs, use_persistent_compile_caches
 from duorl.runtime.atomic_files import WriteFailed
 from duorl.runtime.outcome import exit_code, outcome_of
+from duorl.startup_phases import PHASES
 
 
 def train(cfg: Config) -> int:
@@ -36,6 +37,9 @@ def train(cfg: Config) -> int:
     interrupted, 1 failed, 2 refused)."""
     from duorl.distributed.launch import rank_env
 
+    imported = PHASES.last("imports")  # cli/main.py's: the interpreter, then the parser's imports
+    # from there to here: parsing, loading and validating the configuration
+    PHASES.add("config", imported.start + imported.seconds if imported is not None else PHASES.origin)
     # first: before anything imports torch._dynamo; the collector inherits the environment
     use_persistent_compile_caches()
     renv = rank_env()
@@ -153,17 +157,21 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     """Check, claim the run directory, build the learner and the duo, run it, record the outcome."""
     t0 = time.perf_counter()
     place = _Place.of(ctx)
-    checked = _check(cfg, device, mps, place)
+    with PHASES.phase("checks"):
+        checked = _check(cfg, device, mps, place)
     if isinstance(checked, int):
         return checked
     if _stopped_before_start(place):
         return 0
-    run_dir = _claim_run_dir(cfg, place)
-    learner, sync = _build_learner(cfg, device, checked, place)
-    directory, reporter, coordinator = _reporting(cfg, device, checked, place, run_dir, learner, sync)
-    snapshot_dir = run_dir / "checkpoints" if place.lead else _rank_scratch(place.rank, ctx.env.run_id)
-    duo = _build_duo(cfg, device, mps, checked, place, run_dir, snapshot_dir, learner, directory, reporter,
-                     coordinator)
+    with PHASES.phase("run directory"):
+        run_dir = _claim_run_dir(cfg, place)
+    with PHASES.phase("learner"):
+        learner, sync = _build_learner(cfg, device, checked, place)
+    with PHASES.phase("reporting"):
+        directory, reporter, coordinator = _reporting(cfg, device, checked, place, run_dir, learner, sync)
+        snapshot_dir = run_dir / "checkpoints" if place.lead else _rank_scratch(place.rank, ctx.env.run_id)
+        duo = _build_duo(cfg, device, mps, checked, place, run_dir, snapshot_dir, learner, directory, reporter,
+                         coordinator)
     try:
         result = duo.run()
     except BaseException as e:
@@ -356,12 +364,30 @@ def _build_duo(cfg: Config, device: torch.device, mps: MpsSession, checked: _Che
         on_learner_stalled=stall_recorder(ctx, run_dir if lead else None),
         on_learner_gone=gone_recorder(run_dir if lead else None),
         snapshot_dir_is_scratch=not lead,
+        report_startup=lead,
     )
     if directory is not None:
         directory.manifest["cuda_process_sharing"] = mps_manifest(tr.cuda_process_sharing, [checked.verdict.evidence])
     return Duo(settings, checked.spec, learner, env_factory, actor_factory, reporter, resume=checked.resume_state,
                on_collector_ready=functools.partial(_check_mps_clients, mps, ctx, tr.cuda_process_sharing),
-               coordinator=coordinator)
+               coordinator=coordinator, on_startup=functools.partial(_write_startup, run_dir) if lead else None)
+
+
+def _write_startup(run_dir: Path, record: dict[str, Any]) -> None:
+    """The duo's on_startup: both processes' start-up phases into RUN_DIR/startup.json, and the line that
+    ends the start-up table on the console."""
+    from duorl.telemetry.summary import write_json_atomic
+
+    path = run_dir / "startup.json"
+    try:
+        write_json_atomic(path, record)
+    except WriteFailed as e:  # the table is a report: the run goes on (the next write fails it, if the disk is full)
+        print(f"duorl: warning: {e}", file=sys.stderr, flush=True)
+        return
+    done = next((p for p in record["learner"] if p["name"] == "first update"), None)
+    what = "first update" if done is not None else "start-up ended without an update"
+    end = done["end_s"] if done is not None else max(p["end_s"] for p in record["learner"])
+    print(f"duorl: start-up {end:6.1f} s  {what}; every phase of both processes in {path}", flush=True)
 
 
 def _check_mps_clients(mps: MpsSession, ctx: Any, sharing: Any, collector_pid: int,

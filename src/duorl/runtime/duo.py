@@ -7,6 +7,7 @@ lag is exactly one iteration and results do not depend on process timing.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -46,6 +47,7 @@ from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readab
 from duorl.runtime.settings import DuoSettings
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import WeightBoard
+from duorl.startup_phases import PHASES, console_line, merged_record
 
 POLICY_LAG_ITERATIONS = 1
 
@@ -112,6 +114,7 @@ class Duo:
         resume: ResumeState | None = None,
         on_collector_ready: Callable[[int, str], dict[str, Any]] | None = None,
         coordinator: RankCoordinator | None = None,
+        on_startup: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         s = settings
         if s.buffer_size < 2 * s.env_steps_per_sync:
@@ -130,6 +133,10 @@ class Duo:
         # it opened (MPS evidence); returns manifest entries or raises StartRefused
         self.on_collector_ready = on_collector_ready
         self.coord: RankCoordinator = coordinator if coordinator is not None else Solo()
+        # called once with both processes' start-up phases (startup_phases.merged_record), at the first
+        # update or, for a run that never updates, at its end
+        self.on_startup = on_startup
+        self._startup_reported = False
         self.device = torch.device(settings.device)
         self._spin = spins_while_waiting(self.device)
         self.process: mp.Process | None = None
@@ -152,6 +159,10 @@ class Duo:
 
     # -- setup ---------------------------------------------------------------------------------
     def _allocate(self) -> None:
+        with PHASES.phase("buffers"):
+            self._allocate_buffers()
+
+    def _allocate_buffers(self) -> None:
         s, spec = self.s, self.spec
         self.layout = ReplayLayout(s.num_envs, s.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
         self.ring = ReplayRing.allocate(self.layout, self.device)
@@ -192,6 +203,7 @@ class Duo:
             # a data-parallel learner waits for the other ranks inside its update: its collector allows it more
             stall=replace(s.stall, peer_factor=2.0 if self.coord.world_size > 1 else 1.0),
             supervisor_pid=os.getppid(),
+            startup_origin=PHASES.origin,
         )
         ctx = mp.get_context("spawn")
         # daemon: multiprocessing terminates it if this process exits on an unhandled path
@@ -225,6 +237,7 @@ class Duo:
         self._done_iterations = start
         ending = self._start_and_loop(start, t_start)
         k = self._done_iterations
+        self._report_startup()  # a run that never updated (a warm-up, an early stop) reports at its end
         self._shutdown(final_boundary=k)
         if ending.status == "completed" and self._stop_requested():
             ending.status = "interrupted"
@@ -258,25 +271,61 @@ class Duo:
         return ending
 
     def _start_collector(self, start: int) -> None:
-        """Publish W_start, spawn the collector, wait for its env, and report the run started."""
-        self.board.publish(self.learner.actor, start)
-        sync(self.device)
-        self.control.set(WEIGHTS_VERSION, start)
-        self._spawn_collector(start)
+        """Publish W_start, spawn the collector, capture the learner's first update cycle while the
+        collector starts, wait for its env, and report the run started."""
+        with PHASES.phase("spawn"):
+            self.board.publish(self.learner.actor, start)
+            sync(self.device)
+            self.control.set(WEIGHTS_VERSION, start)
+            self._spawn_collector(start)
         assert self.process is not None
-        wait_until(
-            lambda: self.control.get(COLLECTOR_READY) == 1,
-            self._collector_alive,
-            "the learner waited for the collector to build its env",
-            self._wait_stop,
-            watch=self._watch,
-            spin=self._spin,
-        )
+        self._say_startup("learner ready, collector spawned",
+                          ("interpreter", "imports", "config", "checks", "run directory", "learner", "reporting", "buffers", "spawn"))
+        self._prepare_first_update(start)
+        with PHASES.phase("waiting for the collector's env"):
+            wait_until(
+                lambda: self.control.get(COLLECTOR_READY) == 1,
+                self._collector_alive,
+                "the learner waited for the collector to build its env",
+                self._wait_stop,
+                watch=self._watch,
+                spin=self._spin,
+            )
         manifest = self._manifest()
         if self.on_collector_ready is not None:
             manifest.update(self.on_collector_ready(self.process.pid, self.control.read_device()))
         self.coord.barrier("every rank's collector built its env")
         self.reporter.started(manifest)
+
+    def _prepare_first_update(self, start: int) -> None:
+        """Capture the whole-cycle graph of the first update now, while the collector imports, builds its env
+        and compiles its first tick: the compile and capture (37.8 s of a cold H200, benchmarks/
+        2026-12-02_g1_walk_head_h200/) then overlap the collector's instead of following its first
+        iterations (`learning_starts`), and the first update only replays. The warm-up iterations run on
+        the empty ring (any window: only the shapes matter) and leave the learner's state as it was."""
+        s = self.s
+        if self.graph is None or s.updates_per_step <= 0 or start >= s.max_iterations:
+            return
+        self._beat.phase(self._train_phase())  # the first update's cycle: 'compiling or capturing'
+        self.sampler.set_window(0, 1)
+        with PHASES.phase("graph capture"):
+            self.graph.prepare(self.sampler.sample, s.updates_per_step)
+        self._say_startup("learner's first update captured", ("graph capture",))
+
+    def _say_startup(self, what: str, names: tuple[str, ...]) -> None:
+        if self.s.report_startup:
+            phases = [p for p in (PHASES.last(n) for n in names) if p is not None]
+            print(console_line(what, phases, PHASES.origin), flush=True)
+
+    def _report_startup(self) -> None:
+        """Hand both processes' start-up phases to on_startup, once."""
+        if self._startup_reported:
+            return
+        self._startup_reported = True
+        text = self.control.read_startup() if self.control is not None else ""
+        collector = json.loads(text) if text else None
+        if self.on_startup is not None:
+            self.on_startup(merged_record(PHASES.record(), collector))
 
     @staticmethod
     def _record_ending(ending: _Ending, e: BaseException) -> None:
@@ -389,6 +438,7 @@ class Duo:
             self._publish(k)
             t_end = time.perf_counter()
             self._done_iterations = k + 1
+            self._startup_milestones(k, start, trained is not None)
             metrics.add((t_end - t_iter) * 1e3, waited * 1e3, (t_end - t_pub) * 1e3, cstats)
             if cstats is not None and cstats.get("collector_tick_graph") == 1.0:
                 self.tick_graph_active = True
@@ -397,6 +447,18 @@ class Duo:
             if (k + 1) % s.config.algo.save_interval == 0 and k + 1 < s.max_iterations:
                 self._periodic_checkpoint(k)
         return last
+
+    def _startup_milestones(self, k: int, start: int, trained: bool) -> None:
+        """The first iteration, the first one on collected ticks, the first update: the last ends start-up."""
+        if self._startup_reported:
+            return
+        if k == start:
+            PHASES.mark("first iteration")
+        if k == start + 1:
+            PHASES.mark("first iteration on collected ticks")
+        if trained:
+            PHASES.mark("first update")
+            self._report_startup()
 
     def _agreed_stop(self, stop: Callable[[], bool], t_start: float) -> bool:
         """Whether every rank stops before this iteration (a stop request or max_wall_s)."""
