@@ -117,16 +117,16 @@ def _gains(before: dict[str, float], after: dict[str, float]) -> dict[str, float
 
 
 def describe(p: Phase) -> str:
-    """'3.1 s' plus what the counters say happened inside: '(torch.compile 30.1 s; warp 35 modules, 35
-    compiled in 12.0 s)'."""
+    """'3.1 s' plus what happened inside, where the counters saw it: '3.1 s (torch.compile 2.0 s; warp 35
+    modules loaded, 35 compiled)'."""
     d, parts = p.detail, []
     if d.get("torch_compile_s", 0) >= 0.05:
         parts.append(f"torch.compile {d['torch_compile_s']:.1f} s")
     if d.get("warp_modules"):
-        warp = f"warp {d['warp_modules']:.0f} modules"
-        if d.get("warp_compiled"):
-            warp += f", {d['warp_compiled']:.0f} compiled ({d.get('warp_compile_s', 0.0):.1f} s of compiling)"
-        parts.append(warp)
+        parts.append(f"warp {d['warp_modules']:.0f} modules loaded, {d.get('warp_compiled', 0):.0f} compiled")
+    if "workers" in d:  # a background preload (envs/backends/warp_preload.py)
+        parts.append(f"{d.get('modules', 0):.0f} modules on {d['workers']:.0f} threads, "
+                     f"the first step waited {d.get('first_step_waited_s', 0):.1f} s")
     return f"{p.seconds:.1f} s" + (f" ({'; '.join(parts)})" if parts else "")
 
 

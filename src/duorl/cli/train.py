@@ -154,9 +154,36 @@ class _Checked:
 
 
 def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
-    """Check, claim the run directory, build the learner and the duo, run it, record the outcome."""
+    """Start the collector's process, check, claim the run directory, build the learner and the duo, run
+    it, record the outcome."""
+    from duorl.runtime.duo import PrestartedCollector
+
     t0 = time.perf_counter()
     place = _Place.of(ctx)
+    # the collector's interpreter and imports go on beside the checks and the learner's build
+    prestarted = PrestartedCollector(_collector_preimports(cfg))
+    try:
+        return _train_with(cfg, device, mps, ctx, place, prestarted, t0)
+    finally:
+        prestarted.cancel()  # a run refused or stopped before its duo started: the collector built nothing
+
+
+def _collector_preimports(cfg: Config) -> tuple[str, ...]:
+    """What the collector imports while its learner is built (runtime/collector.py, collector_entry): the
+    registries its arguments name, and the simulator (Warp's loads counted first, then MuJoCo Warp, or mjlab)."""
+    from duorl.envs.task_sources import is_mjlab
+
+    out = ("duorl.envs.registry", "duorl.algos.registry")
+    if is_mjlab(cfg.task.name):
+        return (*out, "duorl.envs.backends.warp_loads:install", "mujoco_warp", "duorl.envs.mjlab.loader:registry")
+    if cfg.sim.name == "mjwarp":
+        return (*out, "duorl.envs.backends.warp_loads:install", "mujoco_warp")
+    return out
+
+
+def _train_with(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any, place: "_Place", prestarted: Any,
+                t0: float) -> int:
+    """_train's work, with the collector's process already starting."""
     with PHASES.phase("checks"):
         checked = _check(cfg, device, mps, place)
     if isinstance(checked, int):
@@ -171,7 +198,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
         directory, reporter, coordinator = _reporting(cfg, device, checked, place, run_dir, learner, sync)
         snapshot_dir = run_dir / "checkpoints" if place.lead else _rank_scratch(place.rank, ctx.env.run_id)
         duo = _build_duo(cfg, device, mps, checked, place, run_dir, snapshot_dir, learner, directory, reporter,
-                         coordinator)
+                         coordinator, prestarted)
     try:
         result = duo.run()
     except BaseException as e:
@@ -328,7 +355,8 @@ def _reporting(cfg: Config, device: torch.device, checked: _Checked, place: _Pla
 
 
 def _build_duo(cfg: Config, device: torch.device, mps: MpsSession, checked: _Checked, place: _Place, run_dir: Path,
-               snapshot_dir: Path, learner: Any, directory: Any, reporter: Any, coordinator: Any) -> Any:
+               snapshot_dir: Path, learner: Any, directory: Any, reporter: Any, coordinator: Any,
+               prestarted: Any = None) -> Any:
     """The duo: its settings, the collector's env and actor factories, and the MPS check at its start."""
     from duorl.algos.registry import make_actor
     from duorl.cli.learner_stall import gone_recorder, stall_recorder
@@ -370,7 +398,8 @@ def _build_duo(cfg: Config, device: torch.device, mps: MpsSession, checked: _Che
         directory.manifest["cuda_process_sharing"] = mps_manifest(tr.cuda_process_sharing, [checked.verdict.evidence])
     return Duo(settings, checked.spec, learner, env_factory, actor_factory, reporter, resume=checked.resume_state,
                on_collector_ready=functools.partial(_check_mps_clients, mps, ctx, tr.cuda_process_sharing),
-               coordinator=coordinator, on_startup=functools.partial(_write_startup, run_dir) if lead else None)
+               coordinator=coordinator, on_startup=functools.partial(_write_startup, run_dir) if lead else None,
+               prestarted=prestarted)
 
 
 def _write_startup(run_dir: Path, record: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ results do not depend on which process is faster.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -74,12 +75,37 @@ class CollectorArgs:
     startup_origin: float = 0.0
 
 
+def collector_entry(conn: Any, preimports: tuple[str, ...]) -> None:
+    """Entry point of a collector started before its learner is built (runtime/duo.py, PrestartedCollector):
+    it imports what its env will need ("module" or "module:function", the function called without
+    arguments) while the learner checks its inputs and builds itself, then runs collector_main with the
+    arguments the learner sends. A learner that never sends them (its run was refused) closes the pipe or
+    kills this process; nothing was built here."""
+    PHASES.add("imports", PHASES.origin)
+    with PHASES.phase("imports ahead of its arguments"):
+        for entry in preimports:
+            module, _, function = entry.partition(":")
+            try:
+                imported = importlib.import_module(module)
+                if function:
+                    getattr(imported, function)()
+            except Exception:  # noqa: BLE001 - the env build imports it again and reports the error there
+                pass
+    with PHASES.phase("waiting for its arguments"):
+        try:
+            args = conn.recv()
+        except (EOFError, OSError):  # the learner ended before its run started
+            _leave(0)
+        conn.close()
+    collector_main(args)
+
+
 def collector_main(args: CollectorArgs) -> None:
     """Entry point of the spawned process. It has been dying with its learner since its first import of
     duorl (runtime/orphans.py: SIGKILL until here); from here the learner's death is a SIGTERM this
     handler turns into a recorded failure."""
-    # from the process's start to here: the interpreter and the imports that unpickling the args made
-    PHASES.add("imports", PHASES.origin)
+    if PHASES.last("imports") is None:  # from the process's start: the interpreter and unpickling the args
+        PHASES.add("imports", PHASES.origin)
     control = args.control
     # Ctrl-C reaches the whole process group; the learner owns shutdown and tells us through STOP.
     # A SIGTERM (e.g. torch's launcher stopping the rank's process group) asks the learner for the
@@ -320,7 +346,7 @@ def _report_startup(args: CollectorArgs) -> None:
     """The collector's start-up is over (its first iteration's ticks are in replay, not yet announced):
     hand its phases to the learner (startup.json) and say how the first iteration went."""
     args.control.write_startup(json.dumps(PHASES.record()))
-    _say_startup(args, "collector's first iteration", ("first tick", "tick capture", "first iteration"))
+    _say_startup(args, "collector's first iteration done", ("warp modules preloaded", "first tick", "tick capture"))
 
 
 def _say_startup(args: CollectorArgs, what: str, names: tuple[str, ...]) -> None:

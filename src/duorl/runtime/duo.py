@@ -19,7 +19,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from duorl.envs.base import EnvSpec
-from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapshots
+from duorl.runtime.collector import CollectorArgs, collector_entry, collector_main, remove_snapshots
 from duorl.runtime.coordination import RankCoordinator, Solo
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch
 from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
@@ -102,6 +102,41 @@ class _Ending:
     last_metrics: dict[str, float] = field(default_factory=dict)
 
 
+class PrestartedCollector:
+    """A collector process started before its learner is built, importing what its env needs meanwhile
+    (runtime/collector.py, collector_entry): its interpreter, torch, Warp, MuJoCo Warp or mjlab load
+    beside the learner's checks, networks and run directory instead of after them. The Duo hands it its
+    arguments when it spawns its collector; `cancel()` ends it where the run never starts. Started with
+    the same protections as a plain spawn (named parent, SIGINT/SIGTERM ignored until its handlers)."""
+
+    def __init__(self, preimports: tuple[str, ...] = ()) -> None:
+        ctx = mp.get_context("spawn")
+        child, self.conn = ctx.Pipe(duplex=False)  # (receiving end, sending end)
+        self.process = ctx.Process(target=collector_entry, args=(child, tuple(preimports)), name="duorl-collector",
+                                   daemon=True)
+        with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
+            self.process.start()
+        child.close()
+        self.handed = False
+
+    def hand(self, args: CollectorArgs) -> mp.Process:
+        """Send the collector its arguments (CUDA tensors as IPC handles, CPU ones as shared memory)."""
+        self.conn.send(args)
+        self.conn.close()
+        self.handed = True
+        return self.process
+
+    def cancel(self) -> None:
+        """End it unless it was handed its arguments (it built nothing: only imports)."""
+        if self.handed:
+            return
+        self.handed = True
+        self.conn.close()
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=10)
+
+
 class Duo:
     def __init__(
         self,
@@ -115,6 +150,7 @@ class Duo:
         on_collector_ready: Callable[[int, str], dict[str, Any]] | None = None,
         coordinator: RankCoordinator | None = None,
         on_startup: Callable[[dict[str, Any]], None] | None = None,
+        prestarted: PrestartedCollector | None = None,
     ) -> None:
         s = settings
         if s.buffer_size < 2 * s.env_steps_per_sync:
@@ -137,6 +173,8 @@ class Duo:
         # update or, for a run that never updates, at its end
         self.on_startup = on_startup
         self._startup_reported = False
+        # a collector process started earlier, waiting for its arguments (None: spawned when needed)
+        self.prestarted = prestarted
         self.device = torch.device(settings.device)
         self._spin = spins_while_waiting(self.device)
         self.process: mp.Process | None = None
@@ -205,15 +243,20 @@ class Duo:
             supervisor_pid=os.getppid(),
             startup_origin=PHASES.origin,
         )
-        ctx = mp.get_context("spawn")
-        # daemon: multiprocessing terminates it if this process exits on an unhandled path
-        self.process = ctx.Process(target=collector_main, args=(args,), name="duorl-collector", daemon=True)
-        # the collector dies with this process from its first import of duorl (runtime/orphans.py), and
-        # ignores SIGINT and SIGTERM from its first instruction until its handlers exist: a launcher's
-        # Ctrl-C or SIGTERM to the rank's process group must not kill it while it starts (its learner,
-        # signalled too, stops the run cleanly); an ignored disposition survives the exec
-        with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
-            self.process.start()
+        if self.prestarted is not None and self.prestarted.process.is_alive():
+            self.process = self.prestarted.hand(args)
+        else:
+            if self.prestarted is not None:  # it died importing: a plain spawn shows why, where it fails
+                self.prestarted.cancel()
+            ctx = mp.get_context("spawn")
+            # daemon: multiprocessing terminates it if this process exits on an unhandled path
+            self.process = ctx.Process(target=collector_main, args=(args,), name="duorl-collector", daemon=True)
+            # the collector dies with this process from its first import of duorl (runtime/orphans.py), and
+            # ignores SIGINT and SIGTERM from its first instruction until its handlers exist: a launcher's
+            # Ctrl-C or SIGTERM to the rank's process group must not kill it while it starts (its learner,
+            # signalled too, stops the run cleanly); an ignored disposition survives the exec
+            with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
+                self.process.start()
         self._watch = PeerWatch(self.control, self._beat, self.process.pid, s.stall)
 
     def _collector_alive(self) -> str | None:
