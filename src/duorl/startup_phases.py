@@ -96,6 +96,11 @@ class StartupTimeline:
         self.phases.append(p)
         return p
 
+    def add_since_last(self, name: str) -> Phase:
+        """A phase from the end of the last one (the process start if none) to now."""
+        last = self.phases[-1] if self.phases else None
+        return self.add(name, last.start + last.seconds if last is not None else self.origin)
+
     def mark(self, name: str, **detail: float) -> Phase:
         """A moment (a phase of no length): e.g. the first update done."""
         return self.add(name, time.time(), **detail)

@@ -372,8 +372,6 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
     try:
         if renv is not None:
             return _start_rank(args, overrides, renv)
-        with PHASES.phase("imports"):  # the start-up table's: a run needs torch, the configuration imports it
-            import torch  # noqa: F401
         cfg = load_config(args.algo, args.task, args.sim, overrides)
         from duorl.config.switches import data_parallel_enabled
         from duorl.config.validate import check_data_parallel_keys
@@ -382,7 +380,9 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
         check_data_parallel_keys(cfg, data_parallel)
         if renv is None and data_parallel:
             return _launch_data_parallel(cfg, argv)
-        from duorl.cli.train import train  # the runtime, imported only once the config is known good
+        PHASES.add_since_last("config")  # parsed, loaded and validated
+        with PHASES.phase("imports"):
+            from duorl.cli.train import train  # the runtime (torch first), imported only once the config is known good
 
         return int(train(cfg) or 0)
     except InputRefused as e:  # ConfigError, also raised by the runtime's late checks (e.g. resolve_device)

@@ -27,6 +27,7 @@ from duorl.config.switches import Switches, resolve_switches
 from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
 from duorl.config.seeding import derive_seed
 from duorl.gpu.compiling import compile_cache_dirs, use_persistent_compile_caches
+from duorl.gpu.torch_internals import compile_seconds
 from duorl.runtime.atomic_files import WriteFailed
 from duorl.runtime.outcome import exit_code, outcome_of
 from duorl.startup_phases import PHASES
@@ -37,9 +38,9 @@ def train(cfg: Config) -> int:
     interrupted, 1 failed, 2 refused)."""
     from duorl.distributed.launch import rank_env
 
-    imported = PHASES.last("imports")  # cli/main.py's: the interpreter, then the parser's imports
-    # from there to here: parsing, loading and validating the configuration
-    PHASES.add("config", imported.start + imported.seconds if imported is not None else PHASES.origin)
+    if PHASES.last("imports") is None:  # not timed by `duorl train` (cli/main.py): a rank, a warm-up, a script
+        PHASES.add_since_last("config and imports")
+    PHASES.add_counter("torch.compile", compile_seconds)  # each phase says how much of it compiling took
     # first: before anything imports torch._dynamo; the collector inherits the environment
     use_persistent_compile_caches()
     renv = rank_env()

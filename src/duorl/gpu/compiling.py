@@ -23,8 +23,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from duorl.startup_phases import PHASES
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 DUORL_CACHE_ENV = "DUORL_CACHE_DIR"
@@ -139,6 +137,4 @@ def maybe_compile(fn: F, enabled: bool) -> F:
     # every learner/env instance, batch shape, and train/eval or frozen/unfrozen call of a network is
     # a variant: keep them all compiled rather than silently falling back to eager at the default 8
     torch_internals.raise_dynamo_cache_limit(64)
-    # the start-up table says how much of each phase compiling took
-    PHASES.add_counter("torch.compile", torch_internals.compile_seconds)
     return torch.compile(fn, dynamic=False)  # type: ignore[return-value]

@@ -82,7 +82,8 @@ def collector_entry(conn: Any, preimports: tuple[str, ...]) -> None:
     arguments the learner sends. A learner that never sends them (its run was refused) closes the pipe or
     kills this process; nothing was built here."""
     PHASES.add("imports", PHASES.origin)
-    with PHASES.phase("imports ahead of its arguments"):
+    _count_compiles()
+    with PHASES.phase("imports ahead"):
         for entry in preimports:
             module, _, function = entry.partition(":")
             try:
@@ -91,7 +92,7 @@ def collector_entry(conn: Any, preimports: tuple[str, ...]) -> None:
                     getattr(imported, function)()
             except Exception:  # noqa: BLE001 - the env build imports it again and reports the error there
                 pass
-    with PHASES.phase("waiting for its arguments"):
+    with PHASES.phase("waiting for the learner"):
         try:
             args = conn.recv()
         except (EOFError, OSError):  # the learner ended before its run started
@@ -106,6 +107,7 @@ def collector_main(args: CollectorArgs) -> None:
     handler turns into a recorded failure."""
     if PHASES.last("imports") is None:  # from the process's start: the interpreter and unpickling the args
         PHASES.add("imports", PHASES.origin)
+        _count_compiles()
     control = args.control
     # Ctrl-C reaches the whole process group; the learner owns shutdown and tells us through STOP.
     # A SIGTERM (e.g. torch's launcher stopping the rank's process group) asks the learner for the
@@ -136,6 +138,13 @@ def collector_main(args: CollectorArgs) -> None:
     if code == 0:
         control.set_phase("stopped")
     _leave(code)
+
+
+def _count_compiles() -> None:
+    """Each start-up phase says how much of it torch.compile took."""
+    from duorl.gpu.torch_internals import compile_seconds
+
+    PHASES.add_counter("torch.compile", compile_seconds)
 
 
 def _leave(code: int) -> None:
@@ -239,7 +248,8 @@ def _run(args: CollectorArgs) -> None:
     beat = Heartbeat(args.control, "collector", args.stall)
     watch = PeerWatch(args.control, beat, args.learner_pid, args.stall)
     parts = _build(args, device, beat)
-    _say_startup(args, "collector's env built", ("imports", "device", "env", "actor and reset"))
+    _say_startup(args, "collector's env built", ("imports", "imports ahead", "waiting for the learner", "device", "env",
+                                                 "actor and reset"))
     args.control.set(COLLECTOR_READY, 1)
     try:
         _loop(args, parts, device, beat, watch)

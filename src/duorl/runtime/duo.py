@@ -322,8 +322,7 @@ class Duo:
             self.control.set(WEIGHTS_VERSION, start)
             self._spawn_collector(start)
         assert self.process is not None
-        self._say_startup("learner ready, collector spawned",
-                          ("interpreter", "imports", "config", "checks", "run directory", "learner", "reporting", "buffers", "spawn"))
+        self._say_startup("learner ready, collector spawned")  # every phase of this process so far
         self._prepare_first_update(start)
         with PHASES.phase("waiting for the collector's env"):
             wait_until(
@@ -355,9 +354,10 @@ class Duo:
             self.graph.prepare(self.sampler.sample, s.updates_per_step)
         self._say_startup("learner's first update captured", ("graph capture",))
 
-    def _say_startup(self, what: str, names: tuple[str, ...]) -> None:
+    def _say_startup(self, what: str, names: tuple[str, ...] | None = None) -> None:
+        """One start-up line of these phases (None: all so far)."""
         if self.s.report_startup:
-            phases = [p for p in (PHASES.last(n) for n in names) if p is not None]
+            phases = list(PHASES.phases) if names is None else [p for p in map(PHASES.last, names) if p is not None]
             print(console_line(what, phases, PHASES.origin), flush=True)
 
     def _report_startup(self) -> None:
