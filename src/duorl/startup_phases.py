@@ -113,8 +113,11 @@ class StartupTimeline:
         return time.time() - self.origin
 
     def record(self) -> dict[str, Any]:
-        """JSON-ready: the process start (time.time() seconds) and each phase, its start counted from it."""
-        return {"pid": os.getpid(), "process_start": self.origin, "phases": [p.record(self.origin) for p in self.phases]}
+        """JSON-ready: the process start (time.time() seconds), each phase (its start counted from there), and
+    the counters' totals so far (e.g. every Warp module this process loaded)."""
+        totals = {k: round(v, 3) for k, v in self._read().items()}
+        return {"pid": os.getpid(), "process_start": self.origin, "phases": [p.record(self.origin) for p in self.phases],
+                "totals": totals}
 
 
 def _gains(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -157,9 +160,11 @@ def merged_record(learner: dict[str, Any], collector: dict[str, Any] | None) -> 
         return [{**p, "start_s": round(p["start_s"] + shift, 3), "end_s": round(p["start_s"] + shift + p["seconds"], 3)}
                 for p in rec["phases"]]
 
-    out: dict[str, Any] = {"command_start": origin, "learner": rebased(learner), "learner_pid": learner["pid"]}
+    out: dict[str, Any] = {"command_start": origin, "learner": rebased(learner), "learner_pid": learner["pid"],
+                           "learner_totals": learner.get("totals", {})}
     if collector is not None:
         out["collector"] = rebased(collector)
         out["collector_pid"] = collector["pid"]
+        out["collector_totals"] = collector.get("totals", {})
         out["collector_process_start_s"] = round(collector["process_start"] - origin, 3)
     return out

@@ -366,7 +366,10 @@ class Duo:
             return
         self._startup_reported = True
         text = self.control.read_startup() if self.control is not None else ""
-        collector = json.loads(text) if text else None
+        try:
+            collector = json.loads(text) if text else None
+        except ValueError:  # cut at the buffer's size: the learner's half is still worth writing
+            collector = None
         if self.on_startup is not None:
             self.on_startup(merged_record(PHASES.record(), collector))
 

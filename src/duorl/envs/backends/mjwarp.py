@@ -126,9 +126,10 @@ class MjWarpBackend:
         (warp_preload.py): found by a dry step on a scratch world of the same model (launches recorded, none
         run), loaded on a thread pool while the caller goes on; the first step waits for them. Call it once
         the model is final (after set_model_fields); without it the first step loads them one by one."""
-        if self._scratch_source is None:
+        from duorl.envs.backends.warp_preload import Preload, compile_threads, step_modules
+
+        if self._scratch_source is None or compile_threads() == 0:
             return
-        from duorl.envs.backends.warp_preload import Preload, step_modules
 
         wp, mjw = self._wp, self._mjw
         model, mjd, kwargs = self._scratch_source
@@ -229,6 +230,9 @@ class MjWarpBackend:
             v.copy_(state[k])
 
     def close(self) -> None:
+        if self._preload is not None:  # no compile thread outlives the env (nor runs into Warp's teardown)
+            self._preload.wait()
+            self._preload = None
         self._joined_captures.clear()
         if self._solver_loop is not None:
             self._solver_loop.body_captures.clear()

@@ -29,9 +29,23 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 # threads compiling at once, as Warp's own default for force_load (min(cpu_count, 4)): a step's modules
-# are unequal (G1: the largest two are 40% of the whole), so more threads gain little, and each thread
-# builds its own precompiled header first (Warp keeps them per thread), about 1 s of CPU each here
+# are unequal (G1: the largest two are 42% of the whole), so more threads gain little, and each thread
+# builds its own precompiled header first (Warp keeps them per thread), 1-2 CPU seconds each on the
+# development VM. DUORL_WARP_COMPILE_THREADS=N sets it; 0 turns the preload off (the first step loads
+# its modules one by one, as before it existed).
 MAX_WORKERS = 4
+THREADS_ENV = "DUORL_WARP_COMPILE_THREADS"
+
+
+def compile_threads() -> int:
+    """The preload's thread count: $DUORL_WARP_COMPILE_THREADS, else min(MAX_WORKERS, cores); 0 = no preload."""
+    value = os.environ.get(THREADS_ENV)
+    if value:
+        try:
+            return max(0, int(value))
+        except ValueError:
+            raise ValueError(f"{THREADS_ENV}={value!r}: give a whole number of threads (0 turns the preload off)") from None
+    return min(MAX_WORKERS, os.cpu_count() or 1)
 
 
 def step_modules(step: Callable[[], None]) -> list[tuple[Any, Any]]:
@@ -63,7 +77,7 @@ class Preload:
         # the largest first (kernels per module as their size): the last to finish is then a small one
         self.modules = sorted(modules, key=lambda m: -len(getattr(m[0], "kernels", ())))
         self.device = device
-        self.workers = max(1, min(workers or min(MAX_WORKERS, os.cpu_count() or 1), len(modules) or 1))
+        self.workers = max(1, min(workers or compile_threads() or 1, len(modules) or 1))
         self.started = self.ended = 0.0  # time.time() of the loads' start and end
         self.error: BaseException | None = None
         self._thread: threading.Thread | None = None
