@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,8 @@ import torch
 
 import duorl.config.devices as devices
 from duorl.cli.main import main
-from duorl.config.load import config_to_dict, load_config
+from duorl.cli.configure import load_config
+from duorl.config.load import config_to_dict
 from duorl.runtime.checkpoint import save_checkpoint
 from tests.conftest import TINY
 
@@ -690,18 +690,17 @@ def test_bad_input_is_refused_before_anything_is_built(case: Case, tmp_path: Pat
     assert "run directory" not in out
 
 
-@pytest.mark.parametrize("how", ["adapter missing", "mjlab missing", "unknown id", "--sim mujoco"])
+@pytest.mark.parametrize("how", ["mjlab missing", "unknown id", "--sim mujoco"])
 def test_mjlab_tasks_are_refused_before_anything_is_built(how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """The mjlab: cases, with a stand-in for duorl.envs.mjlab (mjlab itself may be installed or not)."""
-    from tests.envs.fake_tasks import fake_mjlab_module
+    """The mjlab: cases, with stand-ins for duorl.envs.mjlab's contract (mjlab itself may be installed or not)."""
+    from tests.envs.fake_tasks import fake_mjlab
 
-    module = None if how == "adapter missing" else fake_mjlab_module([], installed=how != "mjlab missing")
-    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", module)
+    fake_mjlab(monkeypatch, [], installed=how != "mjlab missing")
     task = "mjlab:Mjlab-Cartpole-Swingap" if how == "unknown id" else "mjlab:Mjlab-Cartpole-Swingup"
     argv = _train(tmp_path, task=task)
     argv[argv.index("--sim") + 1] = "mujoco" if how == "--sim mujoco" else "mjwarp"
-    names = {"adapter missing": ("pip install 'duorl[mjlab]'",), "mjlab missing": ("pip install 'duorl[mjlab]'",),
+    names = {"mjlab missing": ("pip install 'duorl[mjlab]'",),
              "unknown id": (f"task.name={task}", "closest: mjlab:Mjlab-Cartpole-Swingup"),
              "--sim mujoco": ("sim.name=mujoco", "always steps MuJoCo Warp", "--sim mjwarp")}[how]
     before = _files(tmp_path)

@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/ helpers
 
-from duorl.config.load import load_config  # noqa: E402
+from duorl.cli.configure import load_config  # noqa: E402
 from duorl.envs.registry import make_vec_env  # noqa: E402
 from tests.envs.compile_util import step_compiled_vs_plain  # noqa: E402
 

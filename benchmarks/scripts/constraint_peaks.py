@@ -22,7 +22,7 @@ import torch
 
 from duorl.cli.bench.collector import build_collector_tick
 from duorl.cli.bench.report import emit
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.envs.backends.mjwarp import MjWarpBackend
 
 

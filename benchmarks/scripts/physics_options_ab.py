@@ -29,7 +29,7 @@ import torch
 
 from duorl.cli.bench.collector import _measure, build_collector_tick
 from duorl.cli.bench.report import emit
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.envs.g1 import model as g1_model
 from duorl.envs.tasks import g1_common
 

@@ -15,7 +15,7 @@ import sys
 import torch
 import warp as wp
 
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.envs.registry import make_vec_env
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from duorl.cli.bench.collector import build_collector_tick
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 
 
 def main() -> None:

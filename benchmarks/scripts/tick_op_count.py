@@ -13,7 +13,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from duorl.cli.bench.collector import build_collector_tick
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.envs.base import Uniforms
 
 

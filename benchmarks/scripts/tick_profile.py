@@ -20,7 +20,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from duorl.cli.bench.collector import build_collector_tick
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.config.switches import tick_compile_enabled
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from duorl.cli.bench.collector import build_collector_tick
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.envs.backends.mujoco_cpu import _FULLPHYSICS
 
 

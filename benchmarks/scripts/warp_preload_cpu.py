@@ -4,8 +4,8 @@
 
 Each arm is a fresh interpreter with an empty Warp kernel cache (WARP_CACHE_PATH in a new temporary
 directory): it builds TASK's env on MuJoCo Warp on warp's CPU device (4 worlds), resets it and times the env
-build and the first step; "serial" disables MjWarpBackend.prepare_kernels (the first step loads its
-modules one by one, as before), "preload" keeps it. Pairs alternate the arms so that the machine's load
+build and the first step; "serial" turns the preload off (DUORL_WARP_COMPILE_THREADS=0: the first step
+loads its modules one by one, as before), "preload" runs it on WORKERS threads. Pairs alternate the arms so that the machine's load
 falls on both alike. Writes every arm's seconds and the medians to OUT.json and prints a table.
 """
 
@@ -23,15 +23,9 @@ CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import torch
-from duorl.config.load import load_config
-from duorl.envs.backends.mjwarp import MjWarpBackend
+from duorl.cli.configure import load_config
 from duorl.envs.backends import warp_loads
 from duorl.envs.registry import make_vec_env
-if sys.argv[1] == "serial":
-    MjWarpBackend.prepare_kernels = lambda self: None
-if len(sys.argv) > 3:
-    from duorl.envs.backends import warp_preload
-    warp_preload.MAX_WORKERS = int(sys.argv[3])
 cfg = load_config("sac", sys.argv[2], "mjwarp", [])
 t1 = time.perf_counter()
 env = make_vec_env(cfg.task, cfg.sim, 4, "cpu", 0)
@@ -50,10 +44,11 @@ print(json.dumps({"cpu_s": ru.ru_utime + ru.ru_stime, "imports_config_s": t1 - t
 
 def arm(name: str, task: str, workers: str) -> dict:
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, WARP_CACHE_PATH=cache)
+        # serial: the preload off (the first step loads its modules one by one, as before the preload)
+        env = dict(os.environ, WARP_CACHE_PATH=cache, DUORL_WARP_COMPILE_THREADS="0" if name == "serial" else workers)
         load = os.getloadavg()[0]
         t0 = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", CHILD, name, task, workers], env=env, capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", CHILD, name, task], env=env, capture_output=True, text=True,
                              timeout=1200)
         wall = time.perf_counter() - t0
         if out.returncode != 0:

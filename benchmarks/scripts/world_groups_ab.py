@@ -24,7 +24,7 @@ import torch
 
 from duorl.cli.bench.collector import build_collector_tick
 from duorl.cli.bench.report import emit
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.envs.tasks import g1_common
 
 STATE = ("qpos", "qvel", "ctrl", "qacc_warmstart", "time")

@@ -10,7 +10,7 @@ from torch import nn
 from duorl.algos.flashsac.layers import UnitBatchNorm, UnitLinear, UnitRMSNorm
 from duorl.algos.registry import network_sizes
 from duorl.algos.sac.networks import EnsembleLayerNorm, EnsembleLinear
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.envs.registry import env_spec
 
 

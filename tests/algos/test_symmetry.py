@@ -64,7 +64,7 @@ def test_a_task_without_a_mirror_is_refused_naming_the_key(tiny_cfg: AlgoConfig,
 
 
 def test_g1_walk_turns_it_on_for_sac_only() -> None:
-    from duorl.config.load import load_config
+    from duorl.cli.configure import load_config
 
     assert load_config("sac", "g1_walk_flat", "mujoco", []).algo.use_symmetry is True
     assert load_config("flashsac", "g1_walk_flat", "mujoco", []).algo.use_symmetry is False

@@ -196,7 +196,8 @@ def test_a_command_group_without_action_shows_its_own_help(capsys: pytest.Captur
 
 
 def test_config_prints_the_resolved_yaml_with_sources(capsys: pytest.CaptureFixture[str]) -> None:
-    from duorl.config.load import config_to_dict, load_config
+    from duorl.cli.configure import load_config
+    from duorl.config.load import config_to_dict
 
     assert main(["config", "--task", "pendulum_swingup", "--sim", "mujoco", "training.seed=3"]) == 0
     out = capsys.readouterr().out
@@ -210,15 +211,23 @@ def test_config_prints_the_resolved_yaml_with_sources(capsys: pytest.CaptureFixt
 
 
 def test_config_keys_lists_every_key_with_its_meaning(capsys: pytest.CaptureFixture[str]) -> None:
-    from duorl.config.keys import describe
+    """Every key every run has, then each listed task's own keys under its name."""
+    from duorl.config.keys import describe, task_keys_of
+    from duorl.envs.task_sources import source_of
 
     assert main(["config", "--keys"]) == 0
-    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    generic, _, per_task = capsys.readouterr().out.partition("\n# each task's own keys")
+    lines = {line.split()[0]: line for line in generic.splitlines() if line}
     assert set(lines) == set(describe())
     for key, info in describe().items():
         # the meaning ends the line, or is followed by the per-task/per-algo defaults (`= per task` etc.)
         line = lines[key]
         assert info.help and (line.endswith(info.help) or (f"= per " in line and f"{info.help} (per " in line))
+    for task in ("g1_walk_flat", "g1_motion_tracking"):
+        own = per_task.split(f"\n{task}:\n", 1)[1].split("\n")
+        keys = task_keys_of(source_of(task).keys)
+        assert [line.split()[0] for line in own[:len(keys)]] == list(keys) and own[0].startswith("  task.")
+    assert "\npendulum_swingup: none of its own" in per_task
     assert main(["config", "--keys", "training.seed=1"]) == 2  # the schema takes no overrides
     assert "takes no key=value" in capsys.readouterr().err
 

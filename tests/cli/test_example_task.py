@@ -62,9 +62,10 @@ def test_duorl_tasks_lists_the_example(site: Path, monkeypatch: pytest.MonkeyPat
     """In this process, with the package's folder on sys.path (where importlib.metadata looks) and mjlab
     hidden, so the listing is the same whether mjlab is installed or not."""
     from duorl.cli.main import main
+    from tests.envs.fake_tasks import hide_mjlab
 
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", None)
+    hide_mjlab(monkeypatch)
     assert main(["tasks", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     rows = {t["name"]: t for t in listing["tasks"]}
@@ -78,6 +79,16 @@ def test_duorl_tasks_lists_the_example(site: Path, monkeypatch: pytest.MonkeyPat
     line = next(x for x in table if x.startswith(NAME))
     assert line.split() == [NAME, "4", "4", "2", "yes", "entry", "point", "duorl-example-task"]
     assert table[-1] == "mjlab: not installed (pip install 'duorl[mjlab]')"
+    # its own key (ReachConfig, the factory's config_class) is listed under its name, and set like any key
+    assert main(["config", "--keys"]) == 0
+    keys = capsys.readouterr().out.split(f"\n{NAME}:\n", 1)[1].splitlines()
+    assert keys[0].split()[:4] == ["task.target_range", "float", "=", "0.3"]
+    assert main(["config", "--reference"]) == 0
+    assert f"### `{NAME}`" in capsys.readouterr().out
+    assert main(["config", "--task", NAME, "--sim", "mujoco", "task.target_range=0.2"]) == 0
+    assert "target_range: 0.2" in capsys.readouterr().out
+    assert main(["config", "--task", NAME, "--sim", "mujoco", "task.robot_xml=g1.xml"]) == 2
+    assert f"the task {NAME} does not declare task.robot_xml" in capsys.readouterr().err
 
 
 def test_the_example_trains_by_entry_point_and_plays(site: Path, tmp_path: Path) -> None:
@@ -105,10 +116,11 @@ def test_the_example_trains_by_import_path_with_its_mirror(site: Path, tmp_path:
     from tests.conftest import TINY
 
     r = _duorl(site, "train", "--task", IMPORT_PATH, "--sim", "mujoco", *TINY, "algo.max_iterations=12",
-               "algo.use_symmetry=true", "training.no_play=true", cwd=tmp_path)
+               "algo.use_symmetry=true", "training.no_play=true", "task.target_range=0.2", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     (run,) = (tmp_path / "runs").iterdir()
     assert run.name.startswith("duorl_example_task_make_task-sac-")
     config = json.loads((run / "run_config.json").read_text())
     assert config["task"]["name"] == IMPORT_PATH and config["algo"]["use_symmetry"] is True
+    assert config["task"]["target_range"] == 0.2  # its own key, through the spawned collector's pickle
     assert (run / "checkpoints" / "final.pt").is_file()

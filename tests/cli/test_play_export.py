@@ -28,7 +28,7 @@ def test_onnx_policy_matches_torch(run):
     from safetensors.torch import load_file
 
     from duorl.algos.registry import make_actor
-    from duorl.config.load import load_config
+    from duorl.cli.configure import load_config
     from duorl.envs.registry import env_spec
 
     summary = json.loads((run / "run_summary.json").read_text())

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from duorl.cli.main import main
-from tests.envs.fake_tasks import fake_distribution
+from tests.envs.fake_tasks import fake_distribution, hide_mjlab
 
 
 def test_a_broken_entry_point_is_listed_with_its_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -16,7 +15,7 @@ def test_a_broken_entry_point_is_listed_with_its_error(tmp_path: Path, monkeypat
     fake_distribution(tmp_path, "brokendist", {"broken_task": "no_such_module_xyz:make",
                                                "good_task": "tests.envs.fake_tasks:pendulum"})
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(sys.modules, "duorl.envs.mjlab", None)
+    hide_mjlab(monkeypatch)
     assert main(["tasks"]) == 1
     out, err = capsys.readouterr()
     rows = {line.split()[0]: line for line in out.splitlines()[1:-1]}

@@ -11,16 +11,28 @@ import yaml
 from omegaconf import OmegaConf
 
 import duorl.config.load as load_mod
-from duorl.config import Config, ConfigError, config_hash, config_to_dict, load_config
+from duorl.cli.configure import load_config
+from duorl.config import Config, ConfigError, config_hash, config_to_dict
 from duorl.config.catalog import DEFAULTS_DIR
 from duorl.config.schema import AlgoConfig, TrainingConfig
+from duorl.config.tasks import TaskFacts
+from duorl.envs.task_sources import source_of
+from duorl.envs.tasks.builtin import BUILTIN, defaults_of
+from duorl.envs.tasks.keys import PendulumConfig
 
 ALGO, TASK = "sac", "pendulum_swingup"
 
 
+def _with_yaml(path: Path) -> TaskFacts:
+    """The pendulum's facts with another YAML layer (config.load takes a task's facts, not its name)."""
+    return TaskFacts(TASK, PendulumConfig, defaults=path)
+
+
 def _error(overrides: list[str], **kw: object) -> ConfigError:
+    task = kw.get("task", TASK)
+    load = load_mod.load_config if isinstance(task, TaskFacts) else load_config
     with pytest.raises(ConfigError) as info:
-        load_config(kw.get("algo", ALGO), kw.get("task", TASK), kw.get("sim", "mujoco"), overrides)  # type: ignore[arg-type]
+        load(kw.get("algo", ALGO), task, kw.get("sim", "mujoco"), overrides)  # type: ignore[arg-type]
     return info.value
 
 
@@ -107,8 +119,7 @@ def test_layering_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         "algo_by_name": {"sac": {"tau": 0.3}, "flashsac": {"gamma": 0.5}},
     }))
     monkeypatch.setattr(load_mod, "algo_yaml", lambda name: algo_file)
-    monkeypatch.setattr(load_mod, "task_yaml", lambda name: task_file)
-    cfg = load_config(ALGO, TASK, "mujoco", ["algo.num_atoms=21"])
+    cfg = load_mod.load_config(ALGO, _with_yaml(task_file), "mujoco", ["algo.num_atoms=21"])
     assert cfg.algo.policy_frequency == Config().algo.policy_frequency  # schema
     assert cfg.training.seed == 5 and cfg.algo.gamma == 0.9  # algo YAML (flashsac entry not applied)
     assert cfg.training.num_envs == 200 and cfg.algo.batch_size == 200  # task YAML beats algo YAML
@@ -116,18 +127,21 @@ def test_layering_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert cfg.algo.num_atoms == 21  # override beats everything
 
 
-def test_missing_task_yaml_is_fine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(load_mod, "task_yaml", lambda name: tmp_path / "absent.yaml")
-    cfg = load_config(ALGO, TASK, "mujoco", ["training.num_envs=8", "algo.batch_size=32"])
+def test_a_task_without_a_yaml_is_fine() -> None:
+    cfg = load_mod.load_config(ALGO, TaskFacts(TASK, PendulumConfig), "mujoco", ["training.num_envs=8", "algo.batch_size=32"])
     assert cfg.algo.gamma == 0.97  # sac.yaml alone
 
 
-@pytest.mark.parametrize("path", sorted(DEFAULTS_DIR.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
+SHIPPED = sorted(DEFAULTS_DIR.glob("algo/*.yaml")) + [defaults_of(name) for name in sorted(BUILTIN)]
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_shipped_yaml_matches_the_schema(path: Path) -> None:
-    # an algo YAML with a base: is read on top of the file it names
+    # an algo YAML with a base: is read on top of the file it names; a task's with its keys
     data = load_mod.read_algo_yaml(path.stem) if path.parent.name == "algo" else yaml.safe_load(path.read_text())
     by_name = data.pop("algo_by_name", {}) or {}
-    merged = OmegaConf.merge(OmegaConf.structured(Config), data)
+    keys = source_of(path.stem).keys if path.parent.name != "algo" else PendulumConfig
+    merged = OmegaConf.merge(OmegaConf.structured(Config(task=keys())), data)
     for section in by_name.values():
         OmegaConf.merge(merged, {"algo": section})
     if path.parent.name == "algo":
@@ -253,8 +267,7 @@ def test_names_cannot_reach_other_files() -> None:
 def test_algo_by_name_typo_in_task_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bad = tmp_path / "t.yaml"
     bad.write_text("algo_by_name:\n  sack: {tau: 0.1}\n")
-    monkeypatch.setattr(load_mod, "task_yaml", lambda name: bad)
-    e = _error([])
+    e = _error([], task=_with_yaml(bad))
     assert e.key == "algo_by_name" and "sack" in str(e) and str(bad) in str(e)
 
 
@@ -274,14 +287,13 @@ def test_unparsable_value_and_bad_interpolation() -> None:
 def test_bad_yaml_file_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("algo:\n  batchsize: 5\n")
-    monkeypatch.setattr(load_mod, "task_yaml", lambda name: bad)
-    e = _error([])
+    e = _error([], task=_with_yaml(bad))
     assert e.key == "algo.batchsize" and str(bad) in str(e) and "algo.batch_size" in e.allowed
     bad.write_text("algo: [1, 2\n")
-    e = _error([])
+    e = _error([], task=_with_yaml(bad))
     assert "malformed YAML" in str(e) and str(bad) in str(e)
     bad.write_text("algo:\n  batch_size: many\n")
-    assert _error([]).key == "algo.batch_size"
+    assert _error([], task=_with_yaml(bad)).key == "algo.batch_size"
 
 
 # --- serialisation -------------------------------------------------------------------------------

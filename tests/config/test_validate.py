@@ -9,9 +9,12 @@ import types
 import pytest
 
 import duorl.config.devices as devices
-from duorl.config import Config, ConfigError, load_config, resolve_device
+from duorl.cli.configure import load_config
+from duorl.config import Config, ConfigError, resolve_device
+from duorl.config.tasks import TaskFacts
 from duorl.config.validate import validate
-from duorl.config.catalog import available_tasks, yaml_task_names
+from duorl.envs.task_sources import task_names
+from duorl.envs.tasks.builtin import BUILTIN
 
 ALGO, TASK = "sac", "pendulum_swingup"
 
@@ -247,24 +250,51 @@ def test_programmatic_config_with_wrong_types_fails_closed() -> None:
     cfg = Config()
     cfg.training = dataclasses.replace(cfg.training, num_envs="16")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"^training\.num_envs=16: not an integer"):
-        validate(cfg)
+        validate(cfg, TaskFacts(cfg.task.name))
     cfg = Config()
     cfg.algo = dataclasses.replace(cfg.algo, obs_normalization=1)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="algo.obs_normalization"):
-        validate(cfg)
+        validate(cfg, TaskFacts(cfg.task.name))
 
 
 def test_validate_returns_the_config() -> None:
     cfg = Config()
-    assert validate(cfg) is cfg
+    assert validate(cfg, TaskFacts(cfg.task.name)) is cfg
 
 
 def test_task_names_are_the_builtin_and_entry_point_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
     from duorl.envs import task_sources
 
-    assert set(yaml_task_names()) <= set(available_tasks())
+    assert set(BUILTIN) <= set(task_names())
     monkeypatch.setattr(task_sources, "_entry_points", lambda: {"b_task": [], "a_task": []})
-    assert available_tasks() == sorted(["a_task", "b_task", *yaml_task_names()])
+    assert task_names() == sorted(["a_task", "b_task", *BUILTIN])
+
+
+@pytest.mark.parametrize(("task", "override", "declared_by"), [
+    (TASK, "task.robot_xml=g1.xml", "g1_walk_flat"),
+    (TASK, "task.action_range=joint_limits", "g1_walk_flat"),
+    ("g1_walk_flat", "task.motion_file=clip.npz", "g1_motion_tracking"),
+    ("g1_motion_tracking", "task.penalty_curriculum=off", "g1_walk_flat"),
+])
+def test_a_key_the_task_does_not_declare_is_refused_naming_the_task(task: str, override: str,
+                                                                    declared_by: str) -> None:
+    """Each task declares its own keys (envs/tasks/keys.py); another task's key is refused, naming the run's
+    task and its keys, never ignored."""
+    e = _error([override], task=task)
+    key = override.split("=", 1)[0]
+    assert e.key == key and f"the task {task} does not declare {key}" in e.problem
+    assert e.allowed.startswith("its keys: task.name, task.max_episode_steps")
+    assert "`duorl config --keys`" in e.fix
+    load_config(ALGO, declared_by, "mujoco", [override])  # the task that declares it takes it
+
+
+def test_task_keys_are_checked_against_their_own_settings() -> None:
+    e = _error(["task.action_range=wide"], task="g1_walk_flat")
+    assert e.key == "task.action_range" and "pd, joint_limits" in e.allowed
+    e = _error(["task.penalty_curriculum=steep"], task="g1_walk_flat")
+    assert e.key == "task.penalty_curriculum" and "ppo, fastsac, off" in e.allowed
+    cfg = load_config(ALGO, "g1_walk_flat", "mujoco", ["task.penalty_curriculum=fastsac"])
+    assert type(cfg.task).__name__ == "G1WalkConfig" and cfg.task.penalty_curriculum == "fastsac"
 
 
 def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -276,7 +306,6 @@ def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyP
     fake.train = lambda cfg: called.append(cfg) or 0  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "duorl.cli.train", fake)
     fake_registry = types.ModuleType("duorl.envs.registry")
-    fake_registry.TASKS = ("pendulum_swingup",)  # type: ignore[attr-defined]
 
     def _no_build(*a: object, **k: object) -> None:
         raise AssertionError("an env was built")
@@ -295,10 +324,10 @@ def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyP
 
 def test_config_command_refuses_data_parallel_keys_on_one_device() -> None:
     """`duorl config` runs the same check as `duorl train`."""
-    from duorl.config.reference import resolved_listing
+    from duorl.cli.configure import config_listing
 
     with pytest.raises(ConfigError) as info:
-        resolved_listing(ALGO, TASK, "mujoco", ["training.dp_timeout_s=60"])
+        config_listing(ALGO, TASK, "mujoco", ["training.dp_timeout_s=60"])
     assert info.value.key == "training.dp_timeout_s"
-    assert "dp_timeout_s: 60.0" in resolved_listing(ALGO, TASK, "mujoco", ["training.dp_timeout_s=60",
-                                                                            "training.devices=[cpu,cpu]"])
+    assert "dp_timeout_s: 60.0" in config_listing(ALGO, TASK, "mujoco", ["training.dp_timeout_s=60",
+                                                                          "training.devices=[cpu,cpu]"])

@@ -81,7 +81,8 @@ def test_two_cpu_ranks_train_one_policy_launcher_torchrun_and_resume_agree(tmp_p
 
     # a different world size cannot continue it, and says both sizes
     from duorl.config.errors import ConfigError
-    from duorl.config.load import config_to_dict, load_config
+    from duorl.cli.configure import load_config
+    from duorl.config.load import config_to_dict
     from duorl.cli.resume import load_resume
 
     cfg = load_config("sac", "pendulum_swingup", "mujoco", [*DP_TINY, *COMMON, f"training.resume={first}"])

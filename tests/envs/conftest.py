@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from duorl.config.schema import SimConfig, TaskConfig
+from duorl.config.schema import SimConfig
+from duorl.envs.task_sources import task_config
 from duorl.envs.registry import make_vec_env
 
 
@@ -16,7 +17,7 @@ def pytest_configure(config):  # markers used only here; registered so --strict-
 
 def mujoco_env(num_envs: int = 4, seed: int = 0, max_episode_steps=None, nan_guard: bool = True, nthread: int = 0):
     return make_vec_env(
-        TaskConfig(max_episode_steps=max_episode_steps),
+        task_config("pendulum_swingup", max_episode_steps=max_episode_steps),
         SimConfig(name="mujoco", nthread=nthread),
         num_envs,
         "cpu",

@@ -1,17 +1,18 @@
 """Task factories for the task-source tests, reached by import path (`--task tests.envs.fake_tasks:NAME`):
 one that works and one for each way a user's factory or task can break the Task contract; a stand-in for
-duorl.envs.mjlab (installed with monkeypatch.setitem(sys.modules, ...)); a fake installed distribution."""
+duorl.envs.mjlab's contract (fake_mjlab, hide_mjlab: monkeypatched onto the real adapter); a fake installed
+distribution."""
 
 from __future__ import annotations
 
 import dataclasses
-import types
+from typing import Any
 from pathlib import Path
 
 import torch
 
 from duorl.config.errors import InputRefused
-from duorl.config.schema import TaskConfig
+from duorl.config.schema import TaskConfig, setting
 from duorl.envs.base import EnvSpec
 from duorl.envs.tasks.pendulum import PendulumSwingup
 
@@ -56,6 +57,42 @@ def wide_obs(cfg: TaskConfig) -> PendulumSwingup:
     return _WideObs()
 
 
+@dataclasses.dataclass
+class ReachConfig(TaskConfig):
+    """A package task's own key (docs/tasks.md's worked example declares one the same way)."""
+
+    target_range: float = setting(0.3, "reach_with_keys: half-width of the square targets are drawn from (m)", above=0)
+
+
+def reach_with_keys(cfg: ReachConfig) -> PendulumSwingup:
+    """A working task whose factory declares its keys (`config_class`); the key reaches the task."""
+    task = PendulumSwingup(max_episode_steps=cfg.max_episode_steps)
+    task.target_range = cfg.target_range  # type: ignore[attr-defined]
+    return task
+
+
+reach_with_keys.config_class = ReachConfig  # type: ignore[attr-defined]
+
+
+def keys_not_a_dataclass(cfg: TaskConfig) -> PendulumSwingup:
+    return PendulumSwingup()
+
+
+keys_not_a_dataclass.config_class = dict  # type: ignore[attr-defined]
+
+
+@dataclasses.dataclass
+class _BareKeys(TaskConfig):
+    gain: float = 1.0  # no setting(): no help, no bounds
+
+
+def keys_without_help(cfg: TaskConfig) -> PendulumSwingup:
+    return PendulumSwingup()
+
+
+keys_without_help.config_class = _BareKeys  # type: ignore[attr-defined]
+
+
 def fake_distribution(site: Path, name: str, entry_points: dict[str, str]) -> None:
     """An installed distribution as importlib.metadata finds it once `site` is on sys.path:
     NAME-1.0.dist-info with these `duorl.tasks` entry points."""
@@ -69,11 +106,11 @@ def fake_distribution(site: Path, name: str, entry_points: dict[str, str]) -> No
 MJLAB_IDS = ["Mjlab-Cartpole-Swingup", "Mjlab-Cartpole-Balance", "Mjlab-Velocity-Flat-Unitree-G1"]
 
 
-def fake_mjlab_module(calls: list, installed: bool = True) -> types.ModuleType:
-    """duorl.envs.mjlab as its contract states it (PREFIX, check_installed, task_ids, task_spec,
-    make_vec_env); make_vec_env records its arguments in `calls`."""
-    fake = types.ModuleType("duorl.envs.mjlab")
-    fake.PREFIX = "mjlab:"  # type: ignore[attr-defined]
+def fake_mjlab(monkeypatch: Any, calls: list, installed: bool = True) -> Any:
+    """duorl.envs.mjlab's contract (check_installed, task_ids, task_spec, make_vec_env) stood in by fakes on
+    the real adapter module (monkeypatch: undone after the test); make_vec_env records its arguments in
+    `calls`. `installed=False`: mjlab is missing. Returns the adapter."""
+    import duorl.envs.mjlab as adapter
 
     def check_installed() -> None:
         if not installed:
@@ -87,8 +124,13 @@ def fake_mjlab_module(calls: list, installed: bool = True) -> types.ModuleType:
         calls.append((task_id, task_cfg.name, num_envs, device, seed, play, render))
         return "a VecEnv"
 
-    fake.check_installed = check_installed  # type: ignore[attr-defined]
-    fake.task_ids = lambda: list(MJLAB_IDS)  # type: ignore[attr-defined]
-    fake.task_spec = task_spec  # type: ignore[attr-defined]
-    fake.make_vec_env = make_vec_env  # type: ignore[attr-defined]
-    return fake
+    monkeypatch.setattr(adapter, "check_installed", check_installed)
+    monkeypatch.setattr(adapter, "task_ids", lambda: list(MJLAB_IDS))
+    monkeypatch.setattr(adapter, "task_spec", task_spec)
+    monkeypatch.setattr(adapter, "make_vec_env", make_vec_env)
+    return adapter
+
+
+def hide_mjlab(monkeypatch: Any) -> None:
+    """mjlab as if it were not installed, whether it is or not (listings stay the same everywhere)."""
+    fake_mjlab(monkeypatch, [], installed=False)

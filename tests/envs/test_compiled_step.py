@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch._dynamo
 
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.envs.registry import make_vec_env
 from tests.envs.compile_util import step_compiled_vs_plain
 

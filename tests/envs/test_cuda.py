@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from duorl.config.schema import SimConfig, TaskConfig
+from duorl.config.schema import SimConfig
+from duorl.envs.task_sources import task_config
 from duorl.envs.backends.mjwarp import MjWarpBackend
 from duorl.envs.registry import make_task, make_vec_env
 from duorl.envs.vec_env import TaskVecEnv
@@ -15,13 +16,13 @@ N = 64
 
 
 def _cuda_env(seed: int = 3, max_steps: int = 10) -> TaskVecEnv:
-    task = make_task(TaskConfig(max_episode_steps=max_steps))
+    task = make_task(task_config("pendulum_swingup", max_episode_steps=max_steps))
     backend = MjWarpBackend(task.mj_model(), N, task.substeps, torch.device("cuda:0"))
     return TaskVecEnv(task, backend, seed=seed)
 
 
 def test_cuda_matches_mujoco():
-    env = make_vec_env(TaskConfig(max_episode_steps=10), SimConfig(name="mjwarp"), N, "cuda", 3)
+    env = make_vec_env(task_config("pendulum_swingup", max_episode_steps=10), SimConfig(name="mjwarp"), N, "cuda", 3)
     ref = mujoco_env(N, seed=3, max_episode_steps=10)
     assert env.reset()["actor"].device.type == "cuda"
     ref.reset()
@@ -77,7 +78,7 @@ def test_step_captures_into_a_torch_cuda_graph():
 
 def test_g1_step_has_no_host_sync():
     """Contacts and the constraint solver: the backend's fixed solver iterations read nothing back."""
-    env = make_vec_env(TaskConfig(name="g1_walk_flat"), SimConfig(name="mjwarp"), 32, "cuda", 3)
+    env = make_vec_env(task_config("g1_walk_flat"), SimConfig(name="mjwarp"), 32, "cuda", 3)
     env.reset()
     a = torch.zeros(32, env.spec.action_dim, device="cuda")
     env.step(a)  # warm-up (module loads)

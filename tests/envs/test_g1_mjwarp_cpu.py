@@ -8,7 +8,8 @@ minute or more cold) and each CPU step costs ~70 ms.
 import pytest
 import torch
 
-from duorl.config.schema import SimConfig, TaskConfig
+from duorl.config.schema import SimConfig
+from duorl.envs.task_sources import task_config
 from duorl.envs.registry import make_vec_env
 
 pytestmark = pytest.mark.mjwarp_cpu
@@ -22,7 +23,7 @@ def pairs():
     pytest.importorskip("mujoco_warp")
     out = {}
     for task in TASKS:
-        cfg = TaskConfig(name=task, max_episode_steps=8)
+        cfg = task_config(task, max_episode_steps=8)
         out[task] = (make_vec_env(cfg, SimConfig(name="mjwarp"), N, "cpu", seed=7),
                      make_vec_env(cfg, SimConfig(name="mujoco", nthread=1), N, "cpu", seed=7))
     yield out
@@ -83,7 +84,7 @@ def test_capacity_overflow_is_flagged_and_reset(monkeypatch):
 
     # a robot standing on both feet needs about 113 rows (28 foot contacts of 4 rows and joint limits)
     monkeypatch.setattr(G1TaskBase, "mjwarp_put_data_kwargs", {"nconmax": 64, "njmax": 48})
-    env = make_vec_env(TaskConfig(name="g1_walk_flat", max_episode_steps=50), SimConfig(name="mjwarp"), N, "cpu",
+    env = make_vec_env(task_config("g1_walk_flat", max_episode_steps=50), SimConfig(name="mjwarp"), N, "cpu",
                        seed=7)
     env.reset()
     flagged = 0

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from duorl.config.errors import ConfigError
-from duorl.config.schema import SimConfig, TaskConfig
+from duorl.config.schema import SimConfig
+from duorl.envs.task_sources import task_config
 from duorl.envs import quat as Q
 from duorl.envs.g1 import model as g1
 from duorl.envs.g1.assets import resolve_g1_xml
@@ -21,7 +22,7 @@ TRACKING_TERMS = ("anchor_pos", "anchor_ori", "body_pos", "body_ori", "body_lin_
 
 
 def test_spec():
-    spec = env_spec(TaskConfig(name="g1_motion_tracking"))
+    spec = env_spec(task_config("g1_motion_tracking"))
     assert (spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim) == (160, 286, 29)
     assert spec.control_dt == pytest.approx(0.02) and spec.max_episode_steps == 500
     assert len(TRACKED_BODIES) == 14 and TRACKED_BODIES[7] == "torso_link"
@@ -30,11 +31,11 @@ def test_spec():
 
 def test_missing_motion_file_is_a_config_error():
     with pytest.raises(ConfigError, match="task.motion_file=/nope.npz"):
-        make_task(TaskConfig(name="g1_motion_tracking", motion_file="/nope.npz"))
+        make_task(task_config("g1_motion_tracking", motion_file="/nope.npz"))
 
 
 def test_builds_and_steps_with_finite_outputs():
-    env = make_vec_env(TaskConfig(name="g1_motion_tracking", max_episode_steps=30), SimConfig(name="mujoco", nthread=1), N, "cpu", 1)
+    env = make_vec_env(task_config("g1_motion_tracking", max_episode_steps=30), SimConfig(name="mujoco", nthread=1), N, "cpu", 1)
     obs = env.reset()
     assert obs["actor"].shape == (N, 160) and obs["critic"].shape == (N, 286)
     g = torch.Generator().manual_seed(0)

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from duorl.config.schema import SimConfig, TaskConfig
+from duorl.config.schema import SimConfig
+from duorl.envs.task_sources import task_config
 from duorl.envs import quat as Q
 from duorl.envs.registry import env_spec, make_vec_env
 from duorl.envs.tasks import g1_walk
@@ -18,14 +19,14 @@ N = 4
 
 
 def test_spec():
-    spec = env_spec(TaskConfig(name="g1_walk_flat"))
+    spec = env_spec(task_config("g1_walk_flat"))
     assert (spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim) == (98, 101, 29)
     assert spec.control_dt == pytest.approx(0.02) and spec.max_episode_steps == 1000  # 20 s at 50 Hz
-    assert env_spec(TaskConfig(name="g1_walk_flat", max_episode_steps=7)).max_episode_steps == 7
+    assert env_spec(task_config("g1_walk_flat", max_episode_steps=7)).max_episode_steps == 7
 
 
 def test_builds_and_steps_with_finite_outputs():
-    env = make_vec_env(TaskConfig(name="g1_walk_flat", max_episode_steps=40), SimConfig(name="mujoco", nthread=1), N, "cpu", 3)
+    env = make_vec_env(task_config("g1_walk_flat", max_episode_steps=40), SimConfig(name="mujoco", nthread=1), N, "cpu", 3)
     obs = env.reset()
     assert obs["actor"].shape == (N, 98) and obs["critic"].shape == (N, 101)
     g = torch.Generator().manual_seed(0)
@@ -277,7 +278,7 @@ def test_penalty_curriculum_default_off_and_config():
     """The default is the published PPO G1 schedule (start 0.1, floor 0), the one that measured best on
     the H200; `off` holds the scale at 1;
     task.penalty_curriculum reaches the task, and the names agree with the config's."""
-    from duorl.config.schema import PENALTY_CURRICULA
+    from duorl.envs.tasks.keys import PENALTY_CURRICULA
 
     assert tuple(g1_walk.PENALTY_CURRICULA) == PENALTY_CURRICULA
     assert G1WalkFlat().penalty_curriculum == g1_walk.PenaltyCurriculum(init=0.1, floor=0.0, ceiling=1.0, degree=0.00025)
@@ -285,7 +286,7 @@ def test_penalty_curriculum_default_off_and_config():
     cpu_env(off, 2, seed=0).reset()
     off._update_penalty_scale()
     assert float(off.penalty_scale) == 1.0
-    env = make_vec_env(TaskConfig(name="g1_walk_flat", penalty_curriculum="fastsac"), SimConfig(name="mujoco"), 2, "cpu", seed=0)
+    env = make_vec_env(task_config("g1_walk_flat", penalty_curriculum="fastsac"), SimConfig(name="mujoco"), 2, "cpu", seed=0)
     assert env.task.penalty_curriculum == g1_walk.PENALTY_CURRICULA["fastsac"]
     with pytest.raises(ValueError, match="task.penalty_curriculum"):
         G1WalkFlat(penalty_curriculum="gentle")

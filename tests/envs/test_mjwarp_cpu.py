@@ -9,7 +9,8 @@ import math
 import pytest
 import torch
 
-from duorl.config.schema import SimConfig, TaskConfig
+from duorl.config.schema import SimConfig
+from duorl.envs.task_sources import task_config
 from duorl.envs.registry import make_vec_env
 
 from .conftest import fixed_actions, mujoco_env
@@ -23,7 +24,7 @@ T = 8  # short episodes so the parity run crosses auto-resets
 @pytest.fixture(scope="module")
 def warp_env():
     pytest.importorskip("mujoco_warp")
-    env = make_vec_env(TaskConfig(max_episode_steps=T), SimConfig(name="mjwarp"), N, "cpu", seed=11)
+    env = make_vec_env(task_config("pendulum_swingup", max_episode_steps=T), SimConfig(name="mjwarp"), N, "cpu", seed=11)
     yield env
     env.close()
 

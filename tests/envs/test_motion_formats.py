@@ -10,7 +10,7 @@ import pytest
 
 from duorl.cli import main as cli
 from duorl.config.errors import ConfigError
-from duorl.config.schema import TaskConfig
+from duorl.envs.task_sources import source_of, task_config
 from duorl.envs.g1 import model as g1
 from duorl.envs.motion.clip import ARRAYS, load_clip
 from duorl.envs.motion.formats import read_motion
@@ -242,13 +242,13 @@ def test_pd_range_is_warned_when_it_cannot_reach_a_frame(arrays, model, tmp_path
 def test_check_motion_file_raises_a_config_error_naming_the_key(arrays, tmp_path):
     bad = write_canonical(tmp_path / "deg.npz", mutate(arrays, joint_pos=np.rad2deg(arrays["joint_pos"])))
     with pytest.raises(ConfigError) as e:
-        check_motion_file(TaskConfig(name=TRACK, motion_file=str(bad)))
+        check_motion_file(task_config(TRACK, motion_file=str(bad)))
     msg = str(e.value)
     assert msg.startswith(f"task.motion_file={bad}: joint_pos: joint angles reach") and "degrees" in msg and "Fix: write radians" in msg
     warn = write_csv(tmp_path / "low.csv", _lift(arrays, -0.02))
-    assert any("below the floor" in w for w in check_motion_file(TaskConfig(name=TRACK, motion_file=str(warn))))
-    assert check_motion_file(TaskConfig(name=TRACK)) == []  # the synthetic clip
-    assert check_motion_file(TaskConfig(name="pendulum_swingup", motion_file=str(bad))) == []
+    assert any("below the floor" in w for w in check_motion_file(task_config(TRACK, motion_file=str(warn))))
+    assert check_motion_file(task_config(TRACK)) == []  # the synthetic clip
+    assert source_of("pendulum_swingup").first_check(task_config("pendulum_swingup")) == []  # no clip to check
 
 
 def test_train_refuses_a_bad_clip_before_the_run_directory_exists(arrays, tmp_path, capsys):

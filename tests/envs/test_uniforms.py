@@ -4,7 +4,8 @@ exactly how many one step's advance() and reset() take (uniforms_per_step)."""
 import pytest
 import torch
 
-from duorl.config.schema import SimConfig, TaskConfig
+from duorl.config.schema import SimConfig
+from duorl.envs.task_sources import task_config
 from duorl.envs.base import Uniforms
 from duorl.envs.registry import make_vec_env
 
@@ -23,7 +24,7 @@ def test_uniforms_hand_out_columns_in_order_and_refuse_more_than_declared():
 
 @pytest.mark.parametrize("task", ["pendulum_swingup", "g1_walk_flat", "g1_motion_tracking"])
 def test_a_step_uses_exactly_the_declared_uniforms(task):
-    env = make_vec_env(TaskConfig(name=task), SimConfig(name="mujoco"), 3, "cpu", seed=0)
+    env = make_vec_env(task_config(task), SimConfig(name="mujoco"), 3, "cpu", seed=0)
     env.reset()
     k = env.task.uniforms_per_step
     rng = Uniforms(torch.rand(3, k))

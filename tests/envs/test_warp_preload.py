@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from duorl.config.schema import SimConfig, TaskConfig
+from duorl.config.schema import SimConfig
 from duorl.envs.backends import warp_loads
 from duorl.envs.registry import make_vec_env
+from duorl.envs.task_sources import task_config
 
 pytestmark = pytest.mark.mjwarp_cpu
 
@@ -17,7 +18,7 @@ N = 3
 
 def _env():
     pytest.importorskip("mujoco_warp")
-    return make_vec_env(TaskConfig(max_episode_steps=20), SimConfig(name="mjwarp"), N, "cpu", seed=3)
+    return make_vec_env(task_config("pendulum_swingup", max_episode_steps=20), SimConfig(name="mjwarp"), N, "cpu", seed=3)
 
 
 @pytest.fixture(scope="module")

@@ -105,7 +105,7 @@ def test_the_manifest_records_the_cache_directories(clean_env: Path, monkeypatch
     import torch
 
     from duorl.cli import train
-    from duorl.config.load import load_config
+    from duorl.cli.configure import load_config
     from duorl.config.switches import resolve_switches
     from duorl.envs.registry import make_task
     from duorl.telemetry.summary import device_record, host_record, package_versions

@@ -6,9 +6,10 @@ import pytest
 
 import duorl.algos.registry
 import duorl.envs.registry
+import duorl.envs.task_sources
 import duorl.runtime.duo
 import duorl.cli.train
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.mps import probe as probe_mod
 from tests.mps.test_probe import FakeHost
 
@@ -25,7 +26,7 @@ def spies(monkeypatch):
         return f
 
     monkeypatch.setattr(duorl.envs.registry, "make_vec_env", spy("env"))
-    monkeypatch.setattr(duorl.envs.registry, "make_task", spy("task"))  # what train() builds first
+    monkeypatch.setattr(duorl.envs.task_sources.FactorySource, "make_task", spy("task"))  # what train() builds first
     monkeypatch.setattr(duorl.algos.registry, "make_learner", spy("learner"))
     monkeypatch.setattr(duorl.runtime.duo.Duo, "run", spy("collector"))
     return built

@@ -263,7 +263,7 @@ def check_outcome(case: FaultCase, o: Outcome) -> None:
 def check_checkpoints(run_dir: Path) -> None:
     """Every checkpoint left is intact and loads into a fresh learner; the summary is as far as them."""
     from duorl.algos.registry import make_learner
-    from duorl.config.load import config_from_dict
+    from duorl.cli.configure import config_from_dict
     from duorl.envs.registry import env_spec
     from duorl.runtime.checkpoint import latest_checkpoint, load_checkpoint
 

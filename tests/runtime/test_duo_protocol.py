@@ -168,7 +168,7 @@ def test_sigint_exits_cleanly_with_a_loadable_checkpoint(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
     # the checkpoint loads into a fresh learner
     from duorl.algos.registry import make_learner
-    from duorl.config.load import load_config
+    from duorl.cli.configure import load_config
     from duorl.envs.registry import env_spec
 
     cfg = load_config("sac", "pendulum_swingup", "mujoco", _tiny_algo())

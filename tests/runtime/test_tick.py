@@ -11,7 +11,7 @@ import torch
 
 from duorl.cli.bench.collector import build_collector_tick
 from duorl.config.errors import ConfigError
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.runtime.replay import ReplayLayout, ReplayRing
 from duorl.runtime.tick import EpisodeSums, TickCaptureError
 from tests.conftest import run_duorl
@@ -202,18 +202,19 @@ def test_solver_early_exit_resolution(configured, graph, expected):
 
 
 def test_solver_early_exit_is_refused_by_the_mujoco_backend():
-    from duorl.config.schema import SimConfig, TaskConfig
+    from duorl.config.schema import SimConfig
+    from duorl.envs.task_sources import task_config
     from duorl.envs.registry import make_vec_env
 
     with pytest.raises(ValueError, match="sim.solver_early_exit is a MuJoCo Warp option"):
-        make_vec_env(TaskConfig(), SimConfig(name="mujoco"), 2, "cpu", seed=0, solver_early_exit=True)
+        make_vec_env(task_config("pendulum_swingup"), SimConfig(name="mujoco"), 2, "cpu", seed=0, solver_early_exit=True)
 
 
 @pytest.mark.parametrize("key,task,value,match", [
     ("task.action_range", "g1_walk_flat", "full", "unknown action range"),
-    ("task.action_range", "pendulum_swingup", "joint_limits", "only the G1 tasks"),
+    ("task.action_range", "pendulum_swingup", "joint_limits", "the task pendulum_swingup does not declare"),
     ("task.penalty_curriculum", "g1_walk_flat", "gentle", "unknown penalty curriculum"),
-    ("task.penalty_curriculum", "g1_motion_tracking", "ppo", "only g1_walk_flat"),
+    ("task.penalty_curriculum", "g1_motion_tracking", "ppo", "the task g1_motion_tracking does not declare"),
 ])
 def test_task_option_refusals(key, task, value, match):
     with pytest.raises(ConfigError, match=match) as e:

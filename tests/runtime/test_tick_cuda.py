@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from duorl.cli.bench.collector import build_collector_tick
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 from duorl.envs.registry import make_vec_env
 from tests.envs.compile_util import step_compiled_vs_plain
 from tests.conftest import run_duorl

@@ -94,7 +94,7 @@ def test_training_wandb_needs_the_extra_before_anything_is_built(monkeypatch: py
                                                                  fake_wandb: list[tuple[Any, ...]]) -> None:
     import duorl.config.extras as extras
     from duorl.config.errors import ConfigError
-    from duorl.config.load import load_config
+    from duorl.cli.configure import load_config
 
     cfg = load_config("sac", "pendulum_swingup", "mujoco", ["training.wandb=true", "training.wandb_mode=offline"])
     assert cfg.training.wandb and fake_wandb == []  # found on sys.path, not imported by the check

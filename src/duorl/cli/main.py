@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 from duorl import __version__
 from duorl.config.schema import ALGOS, SIMS
+from duorl.envs.tasks.builtin import DEFAULT_TASK  # light: the task table, no torch
 from duorl.startup_phases import PHASES
 
 _SIM_NOTES = {
@@ -34,21 +35,21 @@ class _LazyHelpParser(argparse.ArgumentParser):
 
 
 def _train_description() -> str:
-    from duorl.config.catalog import available_tasks
+    from duorl.envs.task_sources import OTHER_SOURCES, task_names
 
     algos = ", ".join(ALGOS)
     sims = "; ".join(f"{s} ({_SIM_NOTES.get(s, '')})" for s in SIMS)
     return (
         "Train a policy with one learner/collector duo.\n\n"
         f"algorithms (--algo): {algos}\n"
-        f"tasks (--task):      {', '.join(available_tasks())}\n"
-        "                     or package.module:factory, or mjlab:ID (`duorl tasks` lists them; docs/tasks.md)\n"
+        f"tasks (--task):      {', '.join(task_names())}\n"
+        f"                     or {OTHER_SOURCES} (`duorl tasks` lists them; docs/tasks.md)\n"
         f"sims (--sim):        {sims}\n"
         "                     default: mjwarp when a CUDA device is visible, else mujoco\n\n"
         "Trailing key=value pairs override the configuration (order: schema < algo YAML < task YAML <\n"
         "key=value). `duorl config --keys` lists every key; `duorl config --algo A --task T [key=value ...]`\n"
         "prints the values a run would get and where each comes from. Quote values with brackets in a shell. e.g.\n"
-        "  duorl train --task pendulum_swingup algo.max_iterations=200 training.num_envs=32\n"
+        f"  duorl train --task {DEFAULT_TASK} algo.max_iterations=200 training.num_envs=32\n"
         "  duorl train --algo sac --sim mujoco 'training.devices=[cpu]' 'algo.actor_hidden_dims=[256,256]'"
     )
 
@@ -56,7 +57,7 @@ def _train_description() -> str:
 def _add_run_choice(parser: argparse.ArgumentParser, what: str) -> None:
     """--algo/--task/--sim as `duorl train` takes them (`what`: what the options choose for)."""
     parser.add_argument("--algo", choices=ALGOS, default="sac", help=f"learner {what} (default: sac)")
-    parser.add_argument("--task", default="pendulum_swingup", help=f"task {what} (default: pendulum_swingup)")
+    parser.add_argument("--task", default=DEFAULT_TASK, help=f"task {what} (default: {DEFAULT_TASK})")
     parser.add_argument("--sim", choices=SIMS, default=None,
                         help="physics backend (default: mjwarp when a CUDA device is visible, else mujoco)")
 
@@ -67,9 +68,9 @@ def _add_config(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Print the configuration `duorl train` would run with, as YAML, each value followed by its\n"
                     "source: schema (config/schema.py), algo (defaults/algo/ALGO.yaml), task\n"
-                    "(defaults/task/TASK.yaml), override (key=value), --algo/--task/--sim, or auto (picked for\n"
+                    "(envs/tasks/defaults/TASK.yaml), override (key=value), --algo/--task/--sim, or auto (picked for\n"
                     "this machine). The same checks as `duorl train` run first (exit 2 on a bad key or value).\n"
-                    "  duorl config --task g1_walk_flat training.num_envs=1024\n"
+                    f"  duorl config --task {DEFAULT_TASK} training.num_envs=1024\n"
                     "  duorl config --keys",
     )
     _add_run_choice(config, "whose defaults to resolve")
@@ -191,12 +192,12 @@ def _add_assets(sub: Any) -> None:
 
 
 def _add_motion(sub: Any) -> None:
-    motion_sub = _group(sub, "motion", "reference motion clips", "Reference motion clips for g1_motion_tracking.",
+    motion_sub = _group(sub, "motion", "reference motion clips", "Reference motion clips for the G1 motion-tracking task (task.motion_file).",
                         "motion_command")
     synth = motion_sub.add_parser(
         "synth", help="write the synthetic G1 clip",
         description="Write a physically sensible G1 clip (feet planted, joints in range, smooth, consistent "
-                    "velocities) in the .npz clip format; it is g1_motion_tracking's default clip.",
+                    "velocities) in the .npz clip format; it is the G1 motion-tracking task's default clip.",
     )
     synth.add_argument("out", metavar="OUT.npz", help="output file")
     synth.add_argument("--seconds", type=float, default=10.0, help="duration (default: 10)")
@@ -364,8 +365,8 @@ def _refused_output(path: str, what: str, source: tuple[str, str] | None = None)
 
 
 def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) -> int:
+    from duorl.cli.configure import load_config
     from duorl.config.errors import InputRefused
-    from duorl.config.load import load_config
     from duorl.distributed.launch import rank_env
 
     renv = rank_env()
@@ -395,8 +396,8 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
 def _start_rank(args: argparse.Namespace, overrides: list[str], renv: Any) -> int:
     """A data-parallel rank: its own checks, then the roll call (distributed/roll_call.py), so that a
     refusal on any rank ends every rank at once with its message; then the run."""
+    from duorl.cli.configure import load_config
     from duorl.config.errors import InputRefused
-    from duorl.config.load import load_config
     from duorl.config.schema import TrainingConfig
     from duorl.distributed.launch import narrow_visible_devices, nvml_gpu_count, rank_device_entry, record_rank_failure
     from duorl.distributed.roll_call import RankRefusal, StoppedBeforeStart, roll_call
@@ -451,15 +452,15 @@ def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
 
 
 def _cmd_config(args: argparse.Namespace, overrides: list[str]) -> int:
+    from duorl.cli.configure import config_listing, keys_listing, reference_page
     from duorl.config.errors import ConfigError
-    from duorl.config.reference import keys_text, markdown, resolved_listing
 
     flag = "--keys" if args.keys else "--reference" if args.reference else None
     if flag and overrides:
         return _error(f"{flag} describes the schema and takes no key=value (got {' '.join(overrides)}): drop them or {flag}")
     try:
-        text = keys_text() if args.keys else markdown() if args.reference else \
-            resolved_listing(args.algo, args.task, args.sim, overrides)
+        text = keys_listing() if args.keys else reference_page() if args.reference else \
+            config_listing(args.algo, args.task, args.sim, overrides)
     except ConfigError as e:
         return _error(str(e))
     print(text, end="")

@@ -3,7 +3,7 @@
 N episodes run as N parallel envs of the run's task on the CPU `mujoco` backend (the same task code
 as training on either backend), each from its own seeded start, with the deterministic action
 tanh(mean). Same run, same checkpoint, same N: same numbers. A task with diagnostics (EnvSpec.metric_names,
-e.g. g1_walk_flat's lin_vel_error) also gets their means over every step of the N episodes.
+e.g. the G1 walking task's lin_vel_error) also gets their means over every step of the N episodes.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ _RUN_FIX = "give a directory that `duorl train` wrote (it prints 'duorl: run dir
 
 def _load_run(run_dir: Path, checkpoint: str | None) -> tuple[Any, Path, dict[str, Any]]:
     from duorl.config.errors import ConfigError
-    from duorl.config.load import config_from_dict
+    from duorl.cli.configure import config_from_dict
     from duorl.runtime.checkpoint import CheckpointError, checkpoint_files, latest_checkpoint, load_checkpoint
 
     cfg_path = run_dir / "run_config.json"

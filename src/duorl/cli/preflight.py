@@ -1,14 +1,14 @@
 """Everything a run can refuse that the configuration's own checks cannot see, checked before the run
-directory exists (docs/design.md §8): the task's fit to the run (algo.use_symmetry needs a mirror; a task from
-outside duorl steps once against the Task contract), the task's own check of its inputs (the G1 tasks: the model builds
-into a G1; a reference clip is checked just before, by envs/motion/load.check_motion_file), the debug
-hooks' names and the run directory's path. A refusal is one line naming the key or file, the value and the fix; `duorl train` exits 2 and
+directory exists (docs/design.md §8): the task's fit to the run (algo.use_symmetry needs a mirror), the task
+source's checks (envs/task_sources.TaskSource.preflight: a task from outside duorl steps once against the
+Task contract; the task's own check of its inputs, e.g. the G1 tasks' model builds into a G1; a reference
+clip is checked just before, by the source's first_check), the debug hooks' names and the run directory's path. A refusal is one line naming the key or file, the value and the fix; `duorl train` exits 2 and
 leaves nothing behind (docs/exit_codes.md). The checkpoint of `training.resume` is checked next, when
 train.py loads it (duorl/cli/resume.py), still before the directory exists.
 
 The task hook: an unbound task may define `check() -> list[str] | None` (or `validate()`), which raises
-a ConfigError for input it cannot use and returns warnings; it runs here, in the learner, before any
-process is spawned.
+a ConfigError for input it cannot use and returns warnings; it runs here (through its source), in the
+learner, before any process is spawned.
 """
 
 from __future__ import annotations
@@ -18,20 +18,13 @@ from typing import Any
 
 from duorl.config.errors import ConfigError, InputRefused
 from duorl.config.schema import Config
+from duorl.envs.task_sources import TaskSource, check_symmetry
 
 
 @dataclass(frozen=True)
 class Preflight:
     problem: str | None = None  # the refusal, one line (None: the run may start)
     warnings: list[str] = field(default_factory=list)
-
-
-def task_check(task: Any) -> list[str]:
-    """Run the unbound task's own check (`check()` or `validate()`, if it has one); its warnings."""
-    check = getattr(task, "check", None) or getattr(task, "validate", None)
-    if check is None:
-        return []
-    return [str(w) for w in (check() or [])]
 
 
 def _check_slow_phase(cfg: Config) -> None:
@@ -55,22 +48,13 @@ def check_log_dir(cfg: Config) -> None:
     check_new_run_dir(log_dir if log_dir else default_run_dir(cfg), default=not log_dir)
 
 
-def check_task_fits(cfg: Config, spec: Any) -> None:
-    """The task suits the run: algo.use_symmetry needs its mirror, and a task from outside duorl steps once
-    in two MuJoCo C worlds against the Task contract (envs/task_sources.probe_task)."""
-    from duorl.envs.task_sources import check_symmetry, probe_task
-
-    check_symmetry(spec, cfg.algo.use_symmetry)
-    probe_task(cfg.task)
-
-
-def preflight(cfg: Config, spec: Any, task: Any, lead: bool = True) -> Preflight:
-    """The checks above, in order, for the task's EnvSpec and its unbound Task (None: an mjlab task, a
-    whole VecEnv); `lead`: this process will create the run directory (rank 0)."""
+def preflight(cfg: Config, source: TaskSource, spec: Any, task: Any, lead: bool = True) -> Preflight:
+    """The checks above, in order, for the task's source, its EnvSpec and its unbound Task (None: an mjlab
+    task, a whole VecEnv); `lead`: this process will create the run directory (rank 0)."""
     try:
         _check_slow_phase(cfg)
-        check_task_fits(cfg, spec)
-        warnings = task_check(task)
+        check_symmetry(spec, cfg.algo.use_symmetry)
+        warnings = source.preflight(cfg.task, task)
         if lead:
             check_log_dir(cfg)
     except InputRefused as e:

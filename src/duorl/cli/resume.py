@@ -8,6 +8,7 @@ from typing import Any
 
 from duorl.config.errors import ConfigError, format_value
 from duorl.config.keys import flatten, may_differ_on_resume
+from duorl.config.schema import TaskConfig
 from duorl.runtime.checkpoint import CheckpointError, checkpoint_files, latest_checkpoint, load_checkpoint
 from duorl.runtime.duo import ResumeState
 
@@ -15,16 +16,20 @@ from duorl.runtime.duo import ResumeState
 IDENTITY = ("task.name", "algo.name")
 
 
-def config_mismatches(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """Keys (dotted) whose values differ and may not, as 'key: checkpoint=A, now=B'."""
+def config_mismatches(saved: dict[str, Any], current: dict[str, Any],
+                      task_keys: type[TaskConfig] = TaskConfig) -> list[str]:
+    """Keys (dotted) whose values differ and may not, as 'key: checkpoint=A, now=B'. `task_keys`: the
+    current task's dataclass of keys (its own keys' resume rules)."""
     a, b = flatten(saved), flatten(current)
     # a resumed run may change where and how long it runs, how it reports, and test hooks (the schema's
     # resume=MAY_DIFFER); every other key shapes the learner, the replay or the envs
-    may_differ = may_differ_on_resume()
+    may_differ = may_differ_on_resume(task_keys)
     out = []
     for key in sorted(set(a) | set(b)):
         if key in may_differ:
             continue
+        if key.startswith("task.") and key not in b:
+            continue  # a task key this task no longer declares (a checkpoint of a duorl that gave every task all)
         if a.get(key) != b.get(key):
             out.append(f"{key}: checkpoint={a.get(key)!r}, now={b.get(key)!r}")
     return out
@@ -40,7 +45,8 @@ def missing_task_state(collector: dict[str, Any] | None, expected: tuple[str, ..
 
 
 def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tuple[str, ...] = (),
-                world_size: int = 1) -> tuple[Path, dict[str, Any], list[ResumeState]]:
+                world_size: int = 1, task_keys: type[TaskConfig] = TaskConfig
+                ) -> tuple[Path, dict[str, Any], list[ResumeState]]:
     """Returns (checkpoint path, the learner's state, the runtime's resume state of every rank); raises
     ConfigError naming the mismatching keys when the config cannot continue this checkpoint, a world
     size other than the checkpoint's, or the task-state entries (`task_state_keys`, what this
@@ -55,7 +61,7 @@ def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tu
     if saved is None:
         raise ConfigError("training.resume", resume, f"checkpoint {path} holds no config", "a duorl checkpoint",
                           "resume from a checkpoint written by duorl train")
-    _check_identity(resume, path, saved, current_config)
+    _check_identity(resume, path, saved, current_config, task_keys)
     runtime = data["runtime"]
     ranks = runtime.get("ranks") or [runtime]  # a data-parallel checkpoint holds every rank's state
     saved_world = int(runtime.get("world_size", len(ranks)))
@@ -66,7 +72,7 @@ def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tu
             f"a run of world size {saved_world}",
             f"resume with {saved_world} device(s) in training.devices (one rank each), or start a new run",
         )
-    _check_keys(resume, path, saved, current_config)
+    _check_keys(resume, path, saved, current_config, task_keys)
     missing = sorted({k for r in ranks for k in missing_task_state(r.get("collector"), task_state_keys)})
     if missing:
         task = current_config.get("task", {}).get("name")
@@ -100,12 +106,13 @@ def _unreadable(resume: str, e: CheckpointError, bad: Path | None) -> ConfigErro
     return ConfigError("training.resume", resume, str(e), "a readable duorl checkpoint", fix)
 
 
-def _check_identity(resume: str, path: Path, saved: dict[str, Any], current: dict[str, Any]) -> None:
+def _check_identity(resume: str, path: Path, saved: dict[str, Any], current: dict[str, Any],
+                    task_keys: type[TaskConfig]) -> None:
     """A checkpoint of another task or algorithm: the cause, named before anything that follows from it."""
     a, b = flatten(saved), flatten(current)
     if all(a.get(k) == b.get(k) for k in IDENTITY):
         return
-    more = len(config_mismatches(saved, current)) - sum(a.get(k) != b.get(k) for k in IDENTITY)
+    more = len(config_mismatches(saved, current, task_keys)) - sum(a.get(k) != b.get(k) for k in IDENTITY)
     then, now = (f"--task {x.get('task.name')} --algo {x.get('algo.name')}" for x in (a, b))
     raise ConfigError(
         "training.resume", resume,
@@ -116,9 +123,10 @@ def _check_identity(resume: str, path: Path, saved: dict[str, Any], current: dic
     )
 
 
-def _check_keys(resume: str, path: Path, saved: dict[str, Any], current: dict[str, Any]) -> None:
+def _check_keys(resume: str, path: Path, saved: dict[str, Any], current: dict[str, Any],
+                task_keys: type[TaskConfig]) -> None:
     """Keys that shape the learner, the replay or the envs must be the checkpoint's; the fix sets them."""
-    bad = config_mismatches(saved, current)
+    bad = config_mismatches(saved, current, task_keys)
     if not bad:
         return
     a = flatten(saved)

@@ -147,7 +147,8 @@ class _Checked:
 
     switches: Switches
     verdict: MpsVerdict
-    task: Any  # None: an mjlab task (a whole VecEnv without a Task)
+    source: Any  # the task's source (envs/task_sources.TaskSource): its facts and builders
+    task: Any  # None: a source that builds a whole VecEnv (mjlab), without a Task
     spec: Any
     resume_state: Any = None
     resumed_from: Any = None
@@ -172,10 +173,10 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
 def _collector_preimports(cfg: Config) -> tuple[str, ...]:
     """What the collector imports while its learner is built (runtime/collector.py, collector_entry): the
     registries its arguments name, and the simulator (Warp's loads counted first, then MuJoCo Warp, or mjlab)."""
-    from duorl.envs.task_sources import is_mjlab
+    from duorl.envs.task_sources import source_of
 
     out = ("duorl.envs.registry", "duorl.algos.registry")
-    if is_mjlab(cfg.task.name):
+    if source_of(cfg.task.name).kind == "mjlab":
         return (*out, "duorl.envs.backends.warp_loads:install", "mujoco_warp", "duorl.envs.mjlab.loader:registry")
     if cfg.sim.name == "mjwarp":
         return (*out, "duorl.envs.backends.warp_loads:install", "mujoco_warp")
@@ -217,15 +218,16 @@ def _train_with(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any, pl
 def _check(cfg: Config, device: torch.device, mps: MpsSession, place: _Place) -> _Checked | int:
     """Every check that refuses a run before anything is built, in the order a user meets them; an exit
     code where the run stops here."""
-    from duorl.envs.motion.load import check_motion_file
+    from duorl.envs.task_sources import source_of
     from duorl.runtime.replay import ReplayLayout
 
     tr, ctx = cfg.training, place.ctx
-    # a clip that cannot be used fails here, first (every rank's collector reads it)
-    for warning in check_motion_file(cfg.task):
+    source = source_of(cfg.task.name)
+    # the task's first check (a clip that cannot be used) fails here, first (every rank's collector reads it)
+    for warning in source.first_check(cfg.task):
         if place.lead:
             print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
-    switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None)
+    switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None, tick_capturable=source.tick_capturable)
     if ctx is not None:
         from duorl.distributed.agreement import config_mismatch
 
@@ -238,7 +240,7 @@ def _check(cfg: Config, device: torch.device, mps: MpsSession, place: _Place) ->
     place.agree(None if verdict.ok else verdict.message, "probing CUDA MPS")
     if tr.torch_threads > 0:
         torch.set_num_threads(tr.torch_threads)
-    checked = _check_task(cfg, switches, verdict, place)
+    checked = _check_task(cfg, source, switches, verdict, place)
     if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
         checked.resume_state, checked.learner_state, checked.resumed_from = _load_resume(
             cfg, checked.task, place.world, place.lead, ctx)
@@ -249,20 +251,18 @@ def _check(cfg: Config, device: torch.device, mps: MpsSession, place: _Place) ->
     return checked
 
 
-def _check_task(cfg: Config, switches: Switches, verdict: MpsVerdict, place: _Place) -> _Checked:
+def _check_task(cfg: Config, source: Any, switches: Switches, verdict: MpsVerdict, place: _Place) -> _Checked:
     """The task's shapes and inputs, and the run directory's path (duorl/cli/preflight.py)."""
     from duorl.cli.preflight import preflight
-    from duorl.envs.registry import env_spec, make_task
-    from duorl.envs.task_sources import is_mjlab
 
-    # unbound: shapes and state names, no simulation (None: an mjlab task, a whole VecEnv without a Task)
-    task = None if is_mjlab(cfg.task.name) else make_task(cfg.task)
-    spec = env_spec(cfg.task) if task is None else task.spec
-    checked = preflight(cfg, spec, task, place.lead)
+    # unbound: shapes and state names, no simulation (None: a whole VecEnv without a Task, mjlab's)
+    task = source.make_task(cfg.task)
+    spec = source.spec(cfg.task) if task is None else task.spec
+    checked = preflight(cfg, source, spec, task, place.lead)
     for warning in checked.warnings:
         print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
     place.agree(checked.problem, "checking the run's inputs")
-    return _Checked(switches, verdict, task, spec)
+    return _Checked(switches, verdict, source, task, spec)
 
 
 def _stopped_before_start(place: _Place) -> bool:
@@ -328,7 +328,6 @@ def _reporting(cfg: Config, device: torch.device, checked: _Checked, place: _Pla
                sync: Any) -> tuple[Any, Any, Any]:
     """Rank 0's run directory (None on other ranks), where the duo's results go (the run directory; a
     rank's reporter under data parallel) and the coordinator of the ranks' iteration boundaries."""
-    from duorl.envs.task_sources import tick_eager_reason
     from duorl.runtime.coordination import Solo
     from duorl.telemetry.run_directory import RunDirectory
     from duorl.telemetry.summary import device_record, host_record, package_versions
@@ -341,7 +340,7 @@ def _reporting(cfg: Config, device: torch.device, checked: _Checked, place: _Pla
         directory.manifest.update(_manifest(cfg, device, checked.switches, checked.spec, place.world, ctx is not None,
                                            checked.resumed_from, device_record, host_record, package_versions))
         # why the tick runs eagerly whatever sim.tick_cuda_graph says (an mjlab step syncs the host)
-        directory.manifest["collector_tick_cuda_graph"]["eager_reason"] = tick_eager_reason(cfg.task.name)
+        directory.manifest["collector_tick_cuda_graph"]["eager_reason"] = checked.source.tick_eager_reason
         # which rule skips invalid steps: this process's verdict alone, or every rank's
         directory.manifest["gradient_synchronizer"] = type(learner.grad_sync).__name__
         if sync is not None:
@@ -484,7 +483,7 @@ def _load_resume(cfg: Config, task: Any, world: int, lead: bool, ctx: Any) -> tu
     problem, found = None, None
     if lead:
         try:
-            found = load_resume(cfg.training.resume, config_to_dict(cfg), _task_state_keys(task), world)
+            found = load_resume(cfg.training.resume, config_to_dict(cfg), _task_state_keys(task), world, type(cfg.task))
         except ConfigError as e:
             if ctx is None:
                 raise

@@ -37,7 +37,7 @@ def warmup_main(algo: str, task: str, sim: str | None, overrides: list[str]) -> 
 
 
 def _warmup(algo: str, task: str, sim: str | None, overrides: list[str]) -> int:
-    from duorl.config.load import load_config
+    from duorl.cli.configure import load_config
     from duorl.gpu.compiling import compile_cache_dirs, use_persistent_compile_caches
 
     use_persistent_compile_caches()  # before torch._dynamo is imported, as train() does

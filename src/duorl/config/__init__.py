@@ -13,7 +13,6 @@ from typing import Any
 _EXPORTS = {
     "ALGOS": "schema", "SIMS": "schema", "Config": "schema",
     "ConfigError": "errors",
-    "available_tasks": "catalog",
     "resolve_device": "devices",
     "best_sim": "load", "config_hash": "load", "config_to_dict": "load", "load_config": "load",
 }

@@ -1,6 +1,9 @@
 """The schema's keys as dotted paths, each with its type, default and `Setting` (meaning, bounds,
 choices, resume rule), for validation, error messages, `duorl config --keys`, docs/configuration.md and
-resume."""
+resume.
+
+The `task` section is the run's task's dataclass of keys (`task_keys`: config.schema.TaskConfig, the keys
+every task reads, or a task's own extension of it, config/tasks.py); every function here takes it."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import functools
 import typing
 from typing import Any
 
-from duorl.config.schema import MAY_DIFFER, Config, Setting, setting_of
+from duorl.config.schema import MAY_DIFFER, Config, Setting, TaskConfig, setting_of
 
 
 def _type_name(tp: Any) -> str:
@@ -28,15 +31,15 @@ def _type_name(tp: Any) -> str:
 
 
 @functools.cache
-def leaves() -> dict[str, tuple[Any, dataclasses.Field[Any]]]:
+def leaves(task_keys: type[TaskConfig] = TaskConfig) -> dict[str, tuple[Any, dataclasses.Field[Any]]]:
     """{"training.num_envs": (its type hint, its dataclass field), ...} for every settable leaf, in schema
-    order (the field's Setting: schema.setting_of)."""
+    order (the field's Setting: schema.setting_of), the task section's from `task_keys`."""
     out: dict[str, tuple[Any, dataclasses.Field[Any]]] = {}
 
     def walk(cls: type, prefix: str) -> None:
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
-            tp = hints[f.name]
+            tp = task_keys if (cls is Config and f.name == "task") else hints[f.name]
             if dataclasses.is_dataclass(tp):
                 walk(tp, f"{prefix}{f.name}.")
             else:
@@ -47,14 +50,21 @@ def leaves() -> dict[str, tuple[Any, dataclasses.Field[Any]]]:
 
 
 @functools.cache
-def leaf_types() -> dict[str, str]:
+def leaf_types(task_keys: type[TaskConfig] = TaskConfig) -> dict[str, str]:
     """{"training.num_envs": "int", ...} for every settable leaf of the schema."""
-    return {k: _type_name(tp) for k, (tp, _) in leaves().items()}
+    return {k: _type_name(tp) for k, (tp, _) in leaves(task_keys).items()}
 
 
-def default_of(key: str) -> Any:
+@functools.cache
+def task_keys_of(task_keys: type[TaskConfig]) -> tuple[str, ...]:
+    """The dotted keys `task_keys` declares beyond the ones every task reads, in declaration order."""
+    generic = {f.name for f in dataclasses.fields(TaskConfig)}
+    return tuple(f"task.{f.name}" for f in dataclasses.fields(task_keys) if f.name not in generic)
+
+
+def default_of(key: str, task_keys: type[TaskConfig] = TaskConfig) -> Any:
     """The schema default at a dotted path (used to build 'e.g.' examples)."""
-    node: Any = Config()
+    node: Any = Config(task=task_keys())
     for part in key.split("."):
         node = getattr(node, part)
     return node
@@ -64,7 +74,7 @@ def _ratio(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a, b).ratio()
 
 
-def close_matches(key: str, n: int = 3) -> list[str]:
+def close_matches(key: str, n: int = 3, task_keys: type[TaskConfig] = TaskConfig) -> list[str]:
     """Known dotted keys that look like `key`.
 
     Matching is on the last component (a shared `training.` prefix says nothing about `x`), with
@@ -73,14 +83,14 @@ def close_matches(key: str, n: int = 3) -> list[str]:
     """
     section, _, leaf = key.rpartition(".")
     scored = []
-    for k in leaf_types():
+    for k in leaf_types(task_keys):
         k_section, _, k_leaf = k.rpartition(".")
         r = _ratio(leaf, k_leaf)
         if r >= 0.75:
             scored.append((r + 0.5 * _ratio(section, k_section), k))
     if scored:
         return [k for _, k in sorted(scored, key=lambda t: -t[0])[:n]]
-    sections = sorted({k.rsplit(".", 1)[0] for k in leaf_types() if "." in k})
+    sections = sorted({k.rsplit(".", 1)[0] for k in leaf_types(task_keys) if "." in k})
     return difflib.get_close_matches(key, sections, n=n, cutoff=0.75)
 
 
@@ -132,21 +142,22 @@ def _allowed(s: Setting | None, type_name: str) -> str:
 
 
 @functools.cache
-def describe() -> dict[str, KeyInfo]:
+def describe(task_keys: type[TaskConfig] = TaskConfig) -> dict[str, KeyInfo]:
     """Every settable leaf with its type, default, one-line meaning and allowed values, in schema order,
-    all read from the schema's `setting(...)` declarations."""
+    all read from the schema's `setting(...)` declarations (the task section's from `task_keys`)."""
     out: dict[str, KeyInfo] = {}
-    for key, (_, f) in leaves().items():
-        type_name = leaf_types()[key]
+    for key, (_, f) in leaves(task_keys).items():
+        type_name = leaf_types(task_keys)[key]
         s = setting_of(f)
-        out[key] = KeyInfo(key, type_name, default_of(key), s.help if s else None, _allowed(s, type_name), s)
+        out[key] = KeyInfo(key, type_name, default_of(key, task_keys), s.help if s else None, _allowed(s, type_name), s)
     return out
 
 
-def may_differ_on_resume() -> frozenset[str]:
+def may_differ_on_resume(task_keys: type[TaskConfig] = TaskConfig) -> frozenset[str]:
     """The keys a resumed run may change (Setting.resume): where and how long it runs, how it reports,
     test hooks."""
-    return frozenset(k for k, i in describe().items() if i.setting is not None and i.setting.resume == MAY_DIFFER)
+    return frozenset(k for k, i in describe(task_keys).items()
+                     if i.setting is not None and i.setting.resume == MAY_DIFFER)
 
 
 def data_parallel_only() -> tuple[str, ...]:

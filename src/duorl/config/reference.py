@@ -7,17 +7,20 @@ docs/configuration.md is generated, never edited by hand: `duorl config --refere
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import yaml
 
-from duorl.config.catalog import DEFAULTS_DIR, yaml_task_names
 from duorl.config.errors import format_value
-from duorl.config.keys import KeyInfo, describe
-from duorl.config.schema import ALGOS
+from duorl.config.keys import KeyInfo, describe, task_keys_of
+from duorl.config.schema import ALGOS, TaskConfig
+from duorl.config.tasks import TaskCatalog, TaskFacts
 
 REGENERATE = "duorl config --reference > docs/configuration.md"
 _PINNED = ("algo.name", "task.name", "sim.name")  # chosen by --algo/--task/--sim, not by YAML
+_TASK_KEYS_NOTE = ("A task declares its own `task.*` keys besides `task.name` and `task.max_episode_steps`; "
+                   "a key the run's task does not declare is refused, naming the task.")
 
 
 def _value(v: Any) -> str:
@@ -26,19 +29,50 @@ def _value(v: Any) -> str:
     return text.removesuffix("\n...").removesuffix("...").strip()
 
 
-def keys_text() -> str:
-    """`duorl config --keys`: one line per key, `key  type = default  meaning`. The default is what the
-    built-in runs start from: the schema's, or the value every shipped YAML sets, or `per task` / `per
-    algo` / `per algo and task` with the values after the meaning."""
-    infos = list(describe().values())
-    shipped = shipped_defaults()
-    kw = max(len(i.key) for i in infos)
-    shown = {i.key: shipped[i.key][0] if i.key in shipped else format_value(i.default) for i in infos}
-    tw = max(len(f"{i.type} = {shown[i.key]}") for i in infos)
-    lines = []
-    for i in infos:
-        detail = f" ({shipped[i.key][1]})" if i.key in shipped and shipped[i.key][1] else ""
-        lines.append(f"{i.key.ljust(kw)}  {f'{i.type} = {shown[i.key]}'.ljust(tw)}  {i.help or '(no help yet)'}{detail}")
+def _generic(catalog: TaskCatalog) -> dict[str, KeyInfo]:
+    """The keys every run has (the task section: the keys every task reads), task.name's allowed values
+    and default from the catalog (the task layer's words)."""
+    infos = dict(describe())
+    infos["task.name"] = replace(infos["task.name"], allowed=catalog.allowed, default=catalog.default)
+    return infos
+
+
+def _own(task: TaskFacts) -> dict[str, KeyInfo]:
+    """The keys `task` declares beyond the ones every task reads."""
+    infos = describe(task.keys)
+    return {k: infos[k] for k in task_keys_of(task.keys)}
+
+
+def keys_text(catalog: TaskCatalog) -> str:
+    """`duorl config --keys`: one line per key, `key  type = default  meaning`, then each listed task's own
+    keys under its name. The default is what the built-in runs start from: the schema's, or the value
+    every shipped YAML sets, or `per task` / `per algo` / `per algo and task` with the values after the
+    meaning."""
+    generic = list(_generic(catalog).values())
+    own = {t.name: list(_own(t).values()) for t in catalog.tasks}
+    shipped = shipped_defaults(catalog)
+    every = generic + [i for infos in own.values() for i in infos]
+    kw = max(len(i.key) for i in every) + 2  # task keys are indented under their task
+
+    def shown(i: KeyInfo, task: str | None) -> tuple[str, str]:
+        got = shipped.get((task, i.key))
+        return (got[0], f" ({got[1]})" if got[1] else "") if got else (format_value(i.default), "")
+
+    rows = [(i, None) for i in generic] + [(i, t) for t, infos in own.items() for i in infos]
+    tw = max(len(f"{i.type} = {shown(i, t)[0]}") for i, t in rows)
+
+    def line(i: KeyInfo, task: str | None) -> str:
+        default, detail = shown(i, task)
+        key = i.key if task is None else f"  {i.key}"
+        return f"{key.ljust(kw)}  {f'{i.type} = {default}'.ljust(tw)}  {i.help or '(no help yet)'}{detail}"
+
+    lines = [line(i, None) for i in generic]
+    lines += ["", f"# each task's own keys: {_TASK_KEYS_NOTE}"]
+    for task in catalog.tasks:
+        infos = own[task.name]
+        lines.append(f"{task.name}:" if infos else f"{task.name}: none of its own")
+        lines += [line(i, task.name) for i in infos]
+    lines += [f"# {note}" for note in catalog.notes]
     return "\n".join(lines) + "\n"
 
 
@@ -50,14 +84,16 @@ def _grouped(values: dict[str, str], names: str = ", ", groups: str = "; ", sep:
     return groups.join(f"{names.join(n)}{sep}{v}" for v, n in by_value.items())
 
 
-def shipped_defaults() -> dict[str, tuple[str, str]]:
-    """Per key whose built-in runs (every algorithm with every task YAML, before overrides) do not all
-    start from the schema default: (what `--keys` shows as its default, the values per run or '')."""
+def shipped_defaults(catalog: TaskCatalog) -> dict[tuple[str | None, str], tuple[str, str]]:
+    """Per key whose built-in runs (every algorithm with every task that ships a YAML, before overrides) do
+    not all start from the schema default: (what `--keys` shows as its default, the values per run or '').
+    Keyed by (None, key) for the keys every run has, (task, key) for a task's own keys (its runs only)."""
     from duorl.config.load import shipped_values  # load imports OmegaConf
 
-    tasks = yaml_task_names()
-    runs = {(a, t): shipped_values(a, t) for a in ALGOS for t in tasks}
-    out: dict[str, tuple[str, str]] = {}
+    tasks = catalog.shipped()
+    names = [t.name for t in tasks]
+    runs = {(a, t.name): shipped_values(a, t) for a in ALGOS for t in tasks}
+    out: dict[tuple[str | None, str], tuple[str, str]] = {}
     for key, info in describe().items():
         if key in _PINNED:
             continue
@@ -65,25 +101,36 @@ def shipped_defaults() -> dict[str, tuple[str, str]]:
         if all(v == info.default for v in got.values()):
             continue
         distinct = {format_value(v) for v in got.values()}
-        by_task = all(len({format_value(got[(a, t)]) for a in ALGOS}) == 1 for t in tasks)
-        by_algo = all(len({format_value(got[(a, t)]) for t in tasks}) == 1 for a in ALGOS)
+        by_task = all(len({format_value(got[(a, t)]) for a in ALGOS}) == 1 for t in names)
+        by_algo = all(len({format_value(got[(a, t)]) for t in names}) == 1 for a in ALGOS)
         shown = {run: format_value(v) for run, v in got.items()}
         if len(distinct) == 1:
-            out[key] = (distinct.pop(), "")
+            out[(None, key)] = (distinct.pop(), "")
         elif by_task:
-            out[key] = ("per task", "per task: " + _grouped({t: shown[(ALGOS[0], t)] for t in tasks}))
+            out[(None, key)] = ("per task", "per task: " + _grouped({t: shown[(ALGOS[0], t)] for t in names}))
         elif by_algo:
-            out[key] = ("per algo", "per algo: " + _grouped({a: shown[(a, tasks[0])] for a in ALGOS}))
-        else:  # per task, its algorithms grouped: 'g1_walk_flat: sac 4096, flashsac/warpsac 1024; ...'
-            per_task = {t: _grouped({a: shown[(a, t)] for a in ALGOS}, "/", ", ") for t in tasks}
+            out[(None, key)] = ("per algo", "per algo: " + _grouped({a: shown[(a, names[0])] for a in ALGOS}))
+        else:  # per task, its algorithms grouped: 'TASK: sac 4096, flashsac/warpsac 1024; ...'
+            per_task = {t: _grouped({a: shown[(a, t)] for a in ALGOS}, "/", ", ") for t in names}
             per_task = {t: v if len({shown[(a, t)] for a in ALGOS}) > 1 else shown[(ALGOS[0], t)]
                         for t, v in per_task.items()}
-            out[key] = ("per algo and task", "per algo and task: " + _grouped(per_task, sep=": "))
+            out[(None, key)] = ("per algo and task", "per algo and task: " + _grouped(per_task, sep=": "))
+    for task in tasks:
+        for key, info in _own(task).items():
+            got = {a: runs[(a, task.name)][key] for a in ALGOS}
+            if all(v == info.default for v in got.values()):
+                continue
+            shown = {a: format_value(v) for a, v in got.items()}
+            if len(set(shown.values())) == 1:
+                out[(task.name, key)] = (shown[ALGOS[0]], f"its YAML; the key's default {format_value(info.default)}")
+            else:
+                out[(task.name, key)] = ("per algo", "per algo: " + _grouped(shown))
     return out
 
 
-def resolved_listing(algo: str, task: str, sim: str | None, overrides: list[str]) -> str:
-    """`duorl config`: the command, the sources it used, then the resolved YAML. Raises ConfigError."""
+def resolved_listing(algo: str, task: TaskFacts, sim: str | None, overrides: list[str], default_task: str) -> str:
+    """`duorl config`: the command, the task's own keys, the sources it used, then the resolved YAML.
+    `default_task`: the --task flag's default (the entry layer's). Raises ConfigError."""
     from duorl.config.load import SOURCES, algo_base, config_to_dict, resolve_config
 
     from duorl.config.switches import data_parallel_enabled
@@ -91,12 +138,19 @@ def resolved_listing(algo: str, task: str, sim: str | None, overrides: list[str]
 
     cfg, sources = resolve_config(algo, task, sim, overrides)
     check_data_parallel_keys(cfg, data_parallel_enabled(cfg, launched_rank=False))  # as `duorl train` does
-    command = " ".join(["duorl config --algo", algo, "--task", task, *(["--sim", sim] if sim else []), *overrides])
+    command = " ".join(["duorl config --algo", algo, "--task", task.name, *(["--sim", sim] if sim else []), *overrides])
+    own = task_keys_of(task.keys)
+    keys = f"task keys of {task.name}: " + (", ".join(own) if own else "none of its own") + \
+        " (besides task.name, task.max_episode_steps)"
     base = algo_base(algo)
-    legend = [f"  {s}: {SOURCES[s].replace('ALGO', algo).replace('TASK', task)}"
+    legend = [f"  {s}: {_legend(SOURCES[s], algo, task, default_task)}"
               + (f" (on its base: defaults/algo/{base}.yaml)" if s == "algo" and base else "")
               for s in SOURCES if s in set(sources.values())]
-    return resolved_yaml(config_to_dict(cfg), sources, "\n".join([command, "value sources:", *legend]))
+    return resolved_yaml(config_to_dict(cfg), sources, "\n".join([command, keys, "value sources:", *legend]))
+
+
+def _legend(text: str, algo: str, task: TaskFacts, default_task: str) -> str:
+    return text.replace("ALGO", algo).replace("TASK_YAML", task.label).replace("DEFAULT_TASK", default_task)
 
 
 def resolved_yaml(values: dict[str, Any], sources: dict[str, str], header: str) -> str:
@@ -123,16 +177,16 @@ def resolved_yaml(values: dict[str, Any], sources: dict[str, str], header: str) 
     return "\n".join(lines) + "\n"
 
 
-def _yaml_settings() -> dict[str, list[str]]:
+def _yaml_settings(catalog: TaskCatalog) -> dict[str, list[str]]:
     """Per key, what the shipped YAML files set it to, equal values grouped:
-    ['sac.yaml: 8192', 'flashsac.yaml, warpsac.yaml: 2048', 'g1_walk_flat (sac, flashsac): 50000', ...]."""
-    from duorl.config.load import layer_keys, read_algo_yaml  # load imports OmegaConf
+    ['sac.yaml: 8192', 'flashsac.yaml, warpsac.yaml: 2048', 'TASK (sac, flashsac): 50000', ...]."""
+    from duorl.config.load import layer_keys, read_algo_yaml, read_task_yaml  # load imports OmegaConf
 
     # key -> {(file group, value): [qualifiers]}, in first-seen order
     found: dict[str, dict[tuple[str, str], list[str]]] = {}
 
-    def add(data: dict[str, Any], group: str, qualifier: str) -> None:
-        for key in layer_keys(data):
+    def add(data: dict[str, Any], group: str, qualifier: str, task_keys: type[TaskConfig] = TaskConfig) -> None:
+        for key in layer_keys(data, task_keys=task_keys):
             node: Any = data
             for part in key.split("."):
                 node = node[part]
@@ -140,12 +194,11 @@ def _yaml_settings() -> dict[str, list[str]]:
 
     for algo in ALGOS:
         add(read_algo_yaml(algo), "", f"{algo}.yaml")  # with its base: (warpsac.yaml: flashsac.yaml's settings)
-    for task in yaml_task_names():
-        data = yaml.safe_load((DEFAULTS_DIR / "task" / f"{task}.yaml").read_text(encoding="utf-8")) or {}
-        by_name = data.pop("algo_by_name", None) or {}
-        add(data, task, "")
+    for task in catalog.shipped():
+        data, by_name = read_task_yaml(task)
+        add(data, task.name, "", task.keys)
         for algo, section in by_name.items():
-            add({"algo": section}, task, algo)
+            add({"algo": section}, task.name, algo)
     out: dict[str, list[str]] = {}
     for key, groups in found.items():
         for (group, value), quals in groups.items():
@@ -170,37 +223,52 @@ def _row(info: KeyInfo, shipped: list[str]) -> str:
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
-def markdown() -> str:
+def _group_of(entry: str) -> str:
+    """The file group of one _yaml_settings entry: 'TASK (sac): 1' -> 'TASK'."""
+    return entry.split(": ", 1)[0].split(" (", 1)[0]
+
+
+def _table(infos: dict[str, KeyInfo], shipped: dict[str, list[str]]) -> list[str]:
+    return ["| key | type | default | allowed | shipped YAMLs | on resume | meaning |", "|---|---|---|---|---|---|---|",
+            *(_row(info, shipped.get(key, [])) for key, info in infos.items()), ""]
+
+
+def markdown(catalog: TaskCatalog) -> str:
     """docs/configuration.md."""
-    shipped = _yaml_settings()
+    shipped = _yaml_settings(catalog)
     for pinned in _PINNED:
         shipped.pop(pinned, None)
-    infos = describe()
+    infos = _generic(catalog)
     out = [
         "# Configuration reference",
         "",
-        f"<!-- Generated from src/duorl/config/schema.py: do not edit. Regenerate with `{REGENERATE}`. -->",
+        f"<!-- Generated from src/duorl/config/schema.py and the tasks' keys: do not edit. Regenerate with `{REGENERATE}`. -->",
         "",
         "Every key `duorl train` accepts as a trailing `key=value` override. Values are layered: the schema",
-        "default < `defaults/algo/ALGO.yaml` < `defaults/task/TASK.yaml` (and its `algo_by_name` entry for the",
-        "chosen algorithm) < your overrides. The *shipped YAMLs* column says which of those files change a",
+        "default < `defaults/algo/ALGO.yaml` < the task's YAML (a builtin task's, and its `algo_by_name` entry",
+        "for the chosen algorithm) < your overrides. The *shipped YAMLs* column says which of those files change a",
         "default; `duorl config --algo A --task T [key=value ...]` prints every resolved value with its source.",
         "An unknown key, a wrong type or a value outside *allowed* stops the command before anything is built,",
         "with one line naming the key, the value and the fix (exit code 2). *On resume*: whether a run resumed",
         "with `training.resume` may change the key (`may differ`) or must keep the checkpoint's value (`must match`).",
         "The `data parallel:` keys are read only by data-parallel runs; a one-device run refuses them unless",
-        "they keep their defaults.",
+        "they keep their defaults. " + _TASK_KEYS_NOTE + " [Each task's own keys](#each-tasks-own-keys) follow the",
+        "sections every run has.",
         "",
     ]
-    section = None
+    sections: dict[str, dict[str, KeyInfo]] = {}
     for key, info in infos.items():
-        top = key.split(".", 1)[0]
-        if top != section:
-            section = top
-            out += [f"## `{top}`", "", "| key | type | default | allowed | shipped YAMLs | on resume | meaning |",
-                    "|---|---|---|---|---|---|---|"]
-        out.append(_row(info, shipped.get(key, [])))
-        nxt = list(infos)[list(infos).index(key) + 1:] or [None]
-        if nxt[0] is None or nxt[0].split(".", 1)[0] != top:
-            out.append("")
+        sections.setdefault(key.split(".", 1)[0], {})[key] = info
+    for top, keys in sections.items():
+        out += [f"## `{top}`", "", *_table(keys, shipped)]
+    out += ["## Each task's own keys", ""]
+    for task in catalog.tasks:
+        own = _own(task)
+        where = f" (its YAML: `{task.label}`)" if task.label else ""
+        if not own:
+            out += [f"### `{task.name}`", "", f"None of its own{where}: it reads the keys every task reads.", ""]
+            continue
+        out += [f"### `{task.name}`", "", f"Declared by `{task.keys.__module__}.{task.keys.__qualname__}`{where}.", "",
+                *_table(own, {k: [v for v in shipped.get(k, []) if _group_of(v) == task.name] for k in own})]
+    out += [f"*{note}*" for note in catalog.notes] + ([""] if catalog.notes else [])
     return "\n".join(out)

@@ -18,13 +18,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from duorl.config.catalog import task_names_allowed
-
 ALGOS = ("sac", "flashsac", "warpsac")
 SIMS = ("mujoco", "mjwarp")
 WIRE_DTYPES = ("float32", "bfloat16")  # training.dp_gradient_wire_dtype (distributed/grad_sync.py maps them)
-ACTION_RANGES = ("pd", "joint_limits")  # task.action_range (G1 tasks)
-PENALTY_CURRICULA = ("ppo", "fastsac", "off")  # task.penalty_curriculum (g1_walk_flat)
 WANDB_MODES = ("online", "offline")  # training.wandb_mode
 DEVICES_ALLOWED = "null, [cpu], [N] (a CUDA ordinal), [cuda:N], [GPU-<uuid>] or [MIG-<id>]"
 
@@ -211,7 +207,7 @@ class AlgoConfig:
     obs_normalization: bool = setting(True, "running observation normalisers (folded into the published actor)")
     use_symmetry: bool = setting(
         False, "add each sampled batch's left-right mirror image (2 x batch_size per update); the task must "
-               "describe its mirror (g1_walk_flat does)")
+               "describe its mirror (`duorl tasks` shows which do)")
     use_autocast: bool = setting(True, "bf16 autocast of forward passes on CUDA (ignored on the CPU)")
     # --- FlashSAC / WarpSAC only (sac ignores these) ---
     actor_hidden_dim: int = setting(128, "flashsac/warpsac: actor trunk width", min=1)
@@ -249,25 +245,16 @@ class AlgoConfig:
 
 @dataclass
 class TaskConfig:
-    # checked by config.validate against the envs registry (a task YAML is optional)
-    name: str = setting("pendulum_swingup", "the task; chosen by --task", free_form=True,
-                        allowed=task_names_allowed)
+    """The keys every task reads. A task declares its own keys in a dataclass that extends this one (the
+    task layer: envs/tasks/keys.py, envs/mjlab/keys.py, or a package's factory's `config_class`;
+    docs/tasks.md); a run's Config holds that dataclass, so a key its task does not declare is refused."""
+
+    # the entry layer resolves the name to its task (envs/task_sources.py) before the configuration loads
+    name: str = setting("", "the task; chosen by --task", free_form=True,
+                        allowed="a task name (`duorl tasks` lists them; docs/tasks.md)")
     max_episode_steps: Optional[int] = setting(
         None, "episode length in control steps (time-limit truncation); null = the task's own", min=1, example=1000,
         fix="remove the key or set task.max_episode_steps=1000")
-    robot_xml: Optional[str] = setting(
-        None, "G1 tasks: the model file; null = DUORL_G1_XML, an installed mjlab, or the cache of duorl assets g1",
-        free_form=True, allowed="null or a path")
-    motion_file: Optional[str] = setting(None, "g1_motion_tracking: reference clip (.npz or .csv, docs/motion.md); null = the synthetic clip",
-                                           free_form=True, allowed="null or a path")
-    # "pd" is mjlab's choice; "joint_limits" the published FastSAC G1 actor's scaling
-    action_range: str = setting(
-        "pd", "G1 tasks: what an action of +-1 means: pd = +-0.25 * effort / kp about the standing pose, "
-              "joint_limits = up to the joint limit farther from the pose", choices=ACTION_RANGES)
-    # the task's default, ppo, is holosoma's PPO G1 schedule and measured best here (envs/tasks/g1_walk.py)
-    penalty_curriculum: Optional[str] = setting(
-        None, "g1_walk_flat: penalty curriculum, ppo (holosoma's PPO G1 schedule), fastsac (their FastSAC G1 "
-              "schedule) or off; null = the task's default (ppo)", choices=PENALTY_CURRICULA)
 
 
 @dataclass

@@ -38,12 +38,11 @@ def compile_enabled(algo: Any, device: Any) -> bool:
     return _on_cuda(str(device)) and algo.algo_params.torch_compile is not False
 
 
-def tick_graph_enabled(cfg: Config, env_device: str) -> bool:
-    """sim.tick_cuda_graph for envs on `env_device`: null = on when they step on CUDA."""
-    from duorl.config.catalog import tick_eager_reason
-
+def tick_graph_enabled(cfg: Config, env_device: str, tick_capturable: bool = True) -> bool:
+    """sim.tick_cuda_graph for envs on `env_device`: null = on when they step on CUDA. `tick_capturable`:
+    the task's fact (config/tasks.TaskFacts): a task whose step syncs the host runs its ticks eagerly."""
     configured = cfg.sim.tick_cuda_graph
-    if tick_eager_reason(cfg.task.name) is not None:  # a step that syncs the host (an mjlab task's) runs eagerly
+    if not tick_capturable:
         return False
     return _on_cuda(env_device) if configured is None else bool(configured) and _on_cuda(env_device)
 
@@ -92,11 +91,12 @@ class Switches:
         return asdict(self)
 
 
-def resolve_switches(cfg: Config, learner_device: str, data_parallel: bool = False) -> Switches:
+def resolve_switches(cfg: Config, learner_device: str, data_parallel: bool = False,
+                     tick_capturable: bool = True) -> Switches:
     """Every switch for a learner on `learner_device` (envs placed by `env_device`). Under data parallel
-    the learner's graph follows dp_whole_cycle_cuda_graph."""
+    the learner's graph follows dp_whole_cycle_cuda_graph; `tick_capturable`: the task's fact."""
     envs = env_device(cfg, learner_device)
-    tick_graph = tick_graph_enabled(cfg, envs)
+    tick_graph = tick_graph_enabled(cfg, envs, tick_capturable)
     dp_graph = dp_graph_enabled(cfg, learner_device)
     return Switches(
         whole_cycle_cuda_graph=dp_graph if data_parallel else whole_cycle_graph_enabled(cfg, learner_device),

@@ -16,16 +16,13 @@ import os
 import typing
 from typing import Any
 
-from duorl.config.catalog import check_task
 from duorl.config.devices import RANK_DEVICE_ENV, entry_kind, resolve_device, resolve_entry
 from duorl.config.errors import ConfigError, ConfigErrors, format_value
 from duorl.config.keys import bounds_text, data_parallel_only, default_of, leaves, number_text
 from duorl.config.schema import DEVICES_ALLOWED, Config, Setting, setting_of
+from duorl.config.tasks import TaskFacts
 
 __all__ = ["validate", "resolve_device", "check_data_parallel_keys"]
-
-# tasks that read a reference clip (task.motion_file)
-CLIP_TASKS = ("g1_motion_tracking",)
 
 
 class _Problems:
@@ -141,71 +138,38 @@ def _check_setting(cfg: Config, key: str, tp: Any, s: Setting) -> None:
 
 
 def _check_settings(cfg: Config, p: "_Problems") -> None:
-    for key, (tp, f) in leaves().items():
+    """Every key of the run, its task's included (the task section is the task's own dataclass)."""
+    for key, (tp, f) in leaves(type(cfg.task)).items():
         s = setting_of(f)
         if s is not None:
             p.check(_check_setting, cfg, key, tp, s)
 
 
-def _check_task_name(cfg: Config) -> None:
-    """The name resolves to one task source (envs/task_sources.py). Builtin names pass without an import;
-    any other is imported and its spec checked here, before anything is built."""
-    check_task(cfg.task)
+def _check_task_sim(cfg: Config, task: TaskFacts) -> None:
+    """A task that steps one physics backend only (TaskFacts.sim) gets that one."""
+    if task.sim is not None and cfg.sim.name != task.sim:
+        raise ConfigError("sim.name", cfg.sim.name, f"the task {task.name} always steps {task.sim_reason or task.sim}",
+                          task.sim, f"use --sim {task.sim}")
 
 
-def _check_task_sim(cfg: Config) -> None:
-    """An mjlab task always steps MuJoCo Warp (duorl.envs.mjlab builds it whole)."""
-    if cfg.task.name.startswith("mjlab:") and cfg.sim.name != "mjwarp":
-        raise ConfigError("sim.name", cfg.sim.name, f"an mjlab task ({cfg.task.name}) always steps MuJoCo Warp",
-                          "mjwarp", "use --sim mjwarp (on a GPU, or warp's CPU device with training.devices=[cpu])")
+def _check_tick_facts(cfg: Config, task: TaskFacts) -> None:
+    """sim.tick_cuda_graph=true and sim.tick_compile=true for a task whose tick cannot hold them (its facts
+    say why: an env step that syncs the host, or code that is not duorl's to compile)."""
+    if cfg.sim.tick_cuda_graph is True and task.tick_eager_reason is not None:
+        raise ConfigError("sim.tick_cuda_graph", True, f"{task.tick_eager_reason}, so the collector tick of "
+                          f"{task.name} runs eagerly", "null or false", "remove sim.tick_cuda_graph")
+    if cfg.sim.tick_compile is True and task.tick_compile_reason is not None:
+        raise ConfigError("sim.tick_compile", True, f"it compiles the tensor code of duorl's own tasks, and "
+                          f"{task.tick_compile_reason}", "null or false", "remove sim.tick_compile")
 
 
-
-def _check_mjlab_switches(cfg: Config) -> None:
-    """Switches only duorl's own tasks have: an mjlab task's step syncs the host (no tick graph) and is
-    mjlab's code (nothing of duorl's to compile)."""
-    if not cfg.task.name.startswith("mjlab:"):
-        return
-    if cfg.sim.tick_cuda_graph is True:
-        from duorl.config.catalog import tick_eager_reason
-
-        raise ConfigError("sim.tick_cuda_graph", True, f"{tick_eager_reason(cfg.task.name)}, so the collector tick of an "
-                          "mjlab task runs eagerly", "null or false", "remove sim.tick_cuda_graph")
-    if cfg.sim.tick_compile is True:
-        raise ConfigError("sim.tick_compile", True, "it compiles the tensor code of duorl's own tasks, and an mjlab "
-                          "task's step is mjlab's", "null or false", "remove sim.tick_compile")
-
-def _check_action_range(cfg: Config) -> None:
-    if cfg.task.action_range != "pd" and not cfg.task.name.startswith("g1_"):
-        raise ConfigError("task.action_range", cfg.task.action_range, f"only the G1 tasks choose an action range, "
-                          f"and this run's task is {cfg.task.name}", "pd",
-                          "remove the key (its default pd) or train a G1 task")
-
-
-def _check_curriculum(cfg: Config) -> None:
-    curriculum = cfg.task.penalty_curriculum
-    if curriculum is not None and cfg.task.name != "g1_walk_flat":
-        raise ConfigError("task.penalty_curriculum", curriculum, f"only g1_walk_flat has a penalty curriculum, "
-                          f"and this run's task is {cfg.task.name}", "null",
-                          "remove the key or train --task g1_walk_flat")
-
-
-def _check_motion_file(cfg: Config) -> None:
-    """A clip given to a task that reads none would be ignored silently: the user meant another task."""
-    clip = cfg.task.motion_file
-    if clip is not None and cfg.task.name not in CLIP_TASKS:
-        raise ConfigError("task.motion_file", clip, f"only {', '.join(CLIP_TASKS)} reads a reference clip, and "
-                          f"this run's task is {cfg.task.name}", "null",
-                          f"remove the key, or train --task {CLIP_TASKS[0]} to track this clip")
-
-
-def _check_task_keys(cfg: Config, p: "_Problems") -> None:
-    p.check(_check_task_name, cfg)
-    for check, key in ((_check_action_range, "task.action_range"), (_check_curriculum, "task.penalty_curriculum"),
-                       (_check_motion_file, "task.motion_file")):
-        p.check(check, cfg, needs=("task.name", key))
-    p.check(_check_task_sim, cfg, needs=("task.name", "sim.name"))
-    p.check(_check_mjlab_switches, cfg, needs=("task.name",))
+def _check_task_keys(cfg: Config, task: TaskFacts, p: "_Problems") -> None:
+    """The task layer's own check of the name and its keys (TaskFacts.check), then the rules its facts
+    set for the sim keys."""
+    if task.check is not None:
+        p.check(task.check, cfg.task)
+    p.check(_check_task_sim, cfg, task, needs=("task.name", "sim.name"))
+    p.check(_check_tick_facts, cfg, task, needs=("task.name",))
 
 
 def _check_support(cfg: Config) -> None:
@@ -334,13 +298,14 @@ def _check_devices(cfg: Config, probe: bool = True) -> None:
         resolve_entry(cfg, entry)
 
 
-def validate(cfg: Config, probe_devices: bool = True) -> Config:
+def validate(cfg: Config, task: TaskFacts, probe_devices: bool = True) -> Config:
     """Raise ConfigError naming every bad key (ConfigErrors when there are several); return cfg
-    unchanged when it may run. `probe_devices` False checks the device list's shape only (no CUDA
-    query: a rank before it narrows its devices)."""
+    unchanged when it may run. `task`: the facts of cfg.task.name's task (config/tasks.py).
+    `probe_devices` False checks the device list's shape only (no CUDA query: a rank before it narrows
+    its devices)."""
     p = _Problems()
     _check_settings(cfg, p)
-    _check_task_keys(cfg, p)
+    _check_task_keys(cfg, task, p)
     for check, needs in _CROSS_CHECKS:
         p.check(check, cfg, needs=needs)
     p.check(_check_devices, cfg, probe_devices, needs=("training.data_parallel",))

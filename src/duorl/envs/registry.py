@@ -1,4 +1,5 @@
-"""Names to tasks and simulator backends; the one entry point that builds a VecEnv.
+"""From a task's keys (a TaskConfig) to what a run builds: the task's source resolved again, in whichever
+process asks (envs/task_sources.py), then asked for the VecEnv or the spec.
 
 `make_vec_env` is a module-level function of plain dataclasses and builtins so that
 `functools.partial(make_vec_env, ...)` pickles into the spawned collector process.
@@ -6,37 +7,24 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from duorl.config.schema import SimConfig, TaskConfig
-from duorl.envs import task_sources
-from duorl.envs.base import EnvSpec, VecEnv
-from duorl.envs.tasks.base import Task
-from duorl.envs.vec_env import TaskVecEnv
+from duorl.envs.task_sources import source_of
 
-TASKS: tuple[str, ...] = tuple(task_sources.BUILTIN)  # the builtin tasks (others: envs/task_sources.py)
-SIMS: tuple[str, ...] = ("mujoco", "mjwarp")
-
-
-def _check(key: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{key}={value!r} is not known; allowed values: {', '.join(allowed)}")
-
-
-def make_task(task_cfg: TaskConfig) -> Task:
-    """A fresh, unbound task for `task_cfg` from its source (cheap: parses nothing until a backend asks).
-    ConfigError for a name no source resolves, or an mjlab task (a whole VecEnv, no Task)."""
-    return task_sources.make_task(task_cfg)
+if TYPE_CHECKING:
+    from duorl.envs.base import EnvSpec, VecEnv
+    from duorl.envs.tasks.base import Task
 
 
 def env_spec(task_cfg: TaskConfig) -> EnvSpec:
     """Shapes and timing of the configured task, without building any simulation."""
-    return task_sources.task_spec(task_cfg)
+    return source_of(task_cfg.name).spec(task_cfg)
 
 
-def default_sim() -> str:
-    """'mjwarp' where CUDA is present, else 'mujoco' (MuJoCo C on CPU threads)."""
-    return "mjwarp" if torch.cuda.is_available() else "mujoco"
+def make_task(task_cfg: TaskConfig) -> Task | None:
+    """A fresh, unbound Task of the configured task (None: its source builds a whole VecEnv, mjlab's)."""
+    return source_of(task_cfg.name).make_task(task_cfg)
 
 
 def make_vec_env(
@@ -63,29 +51,5 @@ def make_vec_env(
     duorl's own tasks are drawn from their backend's state and ignore it.
     An mjlab task is built whole by duorl.envs.mjlab (it steps MuJoCo Warp whatever sim_cfg says).
     """
-    if task_sources.is_mjlab(task_cfg.name):
-        return task_sources.mjlab_vec_env(task_cfg, num_envs, device, seed, play=play, render=render)
-    _check("sim.name", sim_cfg.name, SIMS)
-    task = make_task(task_cfg)
-    if num_envs < 1:
-        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-    dev = torch.device(device)
-    model = task.mj_model()
-    if sim_cfg.name == "mujoco":
-        if dev.type != "cpu":
-            raise ValueError(f"sim.name='mujoco' steps on CPU threads: device must be 'cpu', got {device!r}")
-        from duorl.envs.backends.mujoco_cpu import MujocoBackend
-
-        if sim_cfg.nthread < 0:
-            raise ValueError(f"sim.nthread={sim_cfg.nthread} must be >= 0 (0 = all cores)")
-        if solver_early_exit:
-            raise ValueError("sim.solver_early_exit is a MuJoCo Warp option (sim.name=mjwarp), not the mujoco backend's")
-        backend = MujocoBackend(model, num_envs, task.substeps, nthread=sim_cfg.nthread)
-    else:
-        from duorl.envs.backends.mjwarp import MjWarpBackend
-
-        # contact-rich tasks (the G1) size MuJoCo Warp's contact and constraint buffers
-        backend = MjWarpBackend(model, num_envs, task.substeps, dev,
-                                put_data_kwargs=getattr(task, "mjwarp_put_data_kwargs", None),
-                                early_exit=solver_early_exit)
-    return TaskVecEnv(task, backend, seed=seed, nan_guard=nan_guard, nan_inject_step=nan_inject_step, compile=compile)
+    return source_of(task_cfg.name).make_vec_env(task_cfg, sim_cfg, num_envs, device, seed, nan_guard,
+                                                  nan_inject_step, compile, solver_early_exit, play, render)

@@ -1,84 +1,254 @@
-"""Where a task name comes from, and the checks a task passes before a run builds anything.
+"""The task layer's front door: a task name resolves to one source object that carries everything about
+the task.
 
 `task.name` (`--task`) names a task of exactly one source:
-  builtin      pendulum_swingup, g1_walk_flat, g1_motion_tracking (their YAML defaults in config/defaults/task/)
+  builtin      duorl's own (envs/tasks/builtin.py names them, with their keys and YAML defaults)
   entry point  a name registered in the `duorl.tasks` entry point group by an installed distribution
   import path  `package.module:factory`
   mjlab        `mjlab:<task id>`, delegated to duorl.envs.mjlab (an optional extra: duorl[mjlab])
-A builtin, entry point or import-path factory is called with the run's TaskConfig and returns a Task
-(envs/tasks/base.py), which steps on duorl's backends through TaskVecEnv. An mjlab task is a whole
-VecEnv that duorl.envs.mjlab builds.
+A builtin, entry point or import-path factory is called with the run's task keys and returns a Task
+(envs/tasks/base.py), which steps on duorl's backends through TaskVecEnv (envs/task_env.py). A factory
+declares its task's own keys in its `config_class` attribute (a dataclass extending
+config.schema.TaskConfig; docs/tasks.md). An mjlab task is a whole VecEnv that duorl.envs.mjlab builds.
 
-Only a name travels to the spawned collector (TaskConfig pickles), which resolves it again here: an
-entry point or import path re-imports there. Importing this module is cheap (no torch, no simulator):
-config validation imports it to check a name that is not built in.
+A source (`TaskSource`) states the task's facts: its keys, its shipped defaults, the backend it needs,
+whether its tick can be one CUDA graph; `facts()` hands the configuration what it needs of them
+(config/tasks.TaskFacts, through the entry layer: config never imports envs). It builds the task
+(`spec`, `make_task`, `make_vec_env`) and runs its checks (`check`: with config validation; `first_check`:
+before anything of a run exists; `preflight`: before any process is spawned).
+
+Only a name travels to the spawned collector (its keys' dataclass pickles), which resolves it again here:
+an entry point or import path re-imports there. Importing this module is cheap (no torch, no simulator).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from duorl.config.errors import ConfigError, InputRefused
+from duorl.config.schema import TaskConfig, setting_of
+from duorl.config.tasks import TaskCatalog, TaskFacts
+from duorl.envs import mjlab as mjlab_adapter  # light: mjlab itself is imported on first use
+from duorl.envs.mjlab import family as mjlab_family
+from duorl.envs.tasks.builtin import BUILTIN, DEFAULT_TASK, defaults_of
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-    from duorl.config.schema import TaskConfig
-    from duorl.envs.base import EnvSpec
+    from duorl.envs.base import EnvSpec, VecEnv
     from duorl.envs.tasks.base import Task
 
 ENTRY_POINT_GROUP = "duorl.tasks"
-MJLAB_PREFIX = "mjlab:"
-MJLAB_INSTALL = "pip install 'duorl[mjlab]'"
-# why an mjlab task's collector tick runs eagerly (MjlabVecEnv.tick_capturable is False; the manifest says it)
-MJLAB_TICK_EAGER_REASON = "mjlab's step reads device values on the host (done envs, termination counts)"
 KEY = "task.name"
-# name -> factory, each importable as an import path (one mechanism loads every Task source)
-BUILTIN: dict[str, str] = {
-    "pendulum_swingup": "duorl.envs.tasks.builtin:pendulum_swingup",
-    "g1_walk_flat": "duorl.envs.tasks.builtin:g1_walk_flat",
-    "g1_motion_tracking": "duorl.envs.tasks.builtin:g1_motion_tracking",
-}
+# the attribute of a package's factory that declares its task's own keys (a TaskConfig dataclass)
+CONFIG_CLASS = "config_class"
 # what a Task must have (envs/tasks/base.py), checked on what a factory returns
 TASK_ATTRIBUTES = ("spec", "substeps", "mj_model", "bind", "reset", "apply_action", "observe", "reward", "terminated")
 _IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+_PACKAGE = Path(__file__).resolve().parents[1]  # src/duorl: listings name files relative to it
 # task.name's allowed values as `duorl config --keys` and docs/configuration.md state them
 ALLOWED = (f"{', '.join(sorted(BUILTIN))}; an entry point of {ENTRY_POINT_GROUP}; package.module:factory; "
-           f"{MJLAB_PREFIX}ID (`duorl tasks` lists them)")
-
-
-@dataclass(frozen=True)
-class TaskSource:
-    """One task name's source. `target`: the factory's import path (`module:attr`), or the mjlab task id."""
-
-    name: str
-    kind: str  # "builtin", "entry point", "import path" or "mjlab"
-    target: str
-    dist: str | None = None  # the distribution that registers an entry point
-
-    @property
-    def label(self) -> str:
-        """How `duorl tasks` names the source."""
-        return f"entry point {self.dist}" if self.kind == "entry point" else self.kind
-
-
-def is_mjlab(name: str) -> bool:
-    return name.startswith(MJLAB_PREFIX)
-
-
-def tick_eager_reason(name: str) -> str | None:
-    """Why the task's env step cannot sit in the collector's CUDA graph (None: it can)."""
-    return MJLAB_TICK_EAGER_REASON if is_mjlab(name) else None
+           f"{mjlab_family.PREFIX}ID (`duorl tasks` lists them)")
+# how `duorl train --help` names the sources beyond the listed names
+OTHER_SOURCES = f"package.module:factory, or {mjlab_family.PREFIX}ID"
 
 
 def _refuse(name: str, problem: str, allowed: str, fix: str) -> ConfigError:
     return ConfigError(KEY, name, problem, allowed, fix)
 
 
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+# --------------------------------------------------------------------------------------- sources
+@dataclass(frozen=True)
+class TaskSource:
+    """One task and its facts. `kind`: "builtin", "entry point", "import path" or "mjlab". `stated`: what
+    the task states of itself (config/tasks.TaskFacts: its name, dataclass of keys, shipped YAML, the one
+    backend it steps, why its collector tick cannot be one CUDA graph, the VecEnv it builds saying the same
+    in VecEnv.tick_capturable; why sim.tick_compile cannot compile its step); `facts()` adds its check."""
+
+    kind: str
+    stated: TaskFacts
+
+    @property
+    def name(self) -> str:
+        return self.stated.name
+
+    @property
+    def keys(self) -> type[TaskConfig]:
+        return self.stated.keys
+
+    @property
+    def defaults(self) -> Path | None:
+        return self.stated.defaults
+
+    @property
+    def tick_capturable(self) -> bool:
+        return self.stated.tick_capturable
+
+    @property
+    def tick_eager_reason(self) -> str | None:
+        return self.stated.tick_eager_reason
+
+    @property
+    def label(self) -> str:
+        """How `duorl tasks` names the source."""
+        return self.kind
+
+    def facts(self) -> TaskFacts:
+        """What the configuration needs of this task (config/tasks.py), its check included."""
+        label = str(self.defaults.relative_to(_PACKAGE)) if self.defaults is not None else ""
+        return dataclasses.replace(self.stated, check=self.check, label=label)
+
+    def config(self, **values: Any) -> TaskConfig:
+        """Its keys with `values` set (the rest at their defaults), named: what a run's Config holds."""
+        return self.keys(name=self.name, **values)
+
+    def check(self, task_cfg: TaskConfig) -> None:
+        """Config validation's check of the name and the keys' values (ConfigError); nothing by default."""
+
+    def spec(self, task_cfg: TaskConfig) -> EnvSpec:
+        """Shapes and timing of the task, without building a simulation."""
+        raise NotImplementedError
+
+    def make_task(self, task_cfg: TaskConfig) -> Task | None:
+        """A fresh, unbound Task (cheap: parses nothing until a backend asks); None where the source builds
+        a whole VecEnv (mjlab)."""
+        return None
+
+    def make_vec_env(self, task_cfg: TaskConfig, sim_cfg: Any, num_envs: int, device: str, seed: int,
+                     nan_guard: bool = True, nan_inject_step: int = -1, compile: bool = False,
+                     solver_early_exit: bool = False, play: bool = False, render: bool = False) -> VecEnv:
+        """`num_envs` envs of the task (envs/registry.make_vec_env says what each argument means)."""
+        raise NotImplementedError
+
+    def first_check(self, task_cfg: TaskConfig) -> list[str]:
+        """The task's check of its inputs that runs first, before anything of a run exists (a reference
+        clip): warnings, one line each; ConfigError where an input cannot be used."""
+        return []
+
+    def preflight(self, task_cfg: TaskConfig, task: Task | None) -> list[str]:
+        """The checks before any process is spawned, on `task` (make_task's, None for a whole VecEnv):
+        its own `check()` (or `validate()`), whose warnings are returned."""
+        check = getattr(task, "check", None) or getattr(task, "validate", None)
+        return [str(w) for w in (check() or [])] if check is not None else []
+
+
+@dataclass(frozen=True)
+class FactorySource(TaskSource):
+    """A task from a factory: builtin, entry point or import path. `target`: the factory's import path
+    (`module:attr`); `dist`: the distribution that registers an entry point; `first_check_path`: the import
+    path of the builtin task's first check (builtin.Builtin.first_check)."""
+
+    target: str = ""
+    dist: str | None = None
+    first_check_path: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"entry point {self.dist}" if self.kind == "entry point" else self.kind
+
+    @property
+    def from_package(self) -> bool:
+        """A task from outside duorl (entry point, import path): checked against the Task contract."""
+        return self.kind != "builtin"
+
+    def check(self, task_cfg: TaskConfig) -> None:
+        """Builtin names pass at once (their tests hold them to the contract); a package's task is made and
+        its spec checked."""
+        if self.from_package:
+            self.spec(task_cfg)
+
+    def spec(self, task_cfg: TaskConfig) -> EnvSpec:
+        task = self.make_task(task_cfg)
+        assert task is not None
+        return task.spec
+
+    def make_task(self, task_cfg: TaskConfig) -> Task:
+        """ConfigError when the factory fails or returns no Task, or the task's spaces cannot be trained."""
+        factory = load_factory(self)
+        if not self.from_package:
+            return factory(task_cfg)
+        try:
+            task = factory(task_cfg)
+        except InputRefused:
+            raise
+        except Exception as e:  # noqa: BLE001 - the user's factory: name it and its error
+            raise _refuse(self.name, f"the factory {self.target} raised {type(e).__name__}: {_first_line(e)}",
+                          "a factory that returns a Task", f"fix {self.target}") from None
+        missing = [a for a in TASK_ATTRIBUTES if not hasattr(task, a)]
+        if missing:
+            raise _refuse(self.name, f"the factory {self.target} returned a {type(task).__name__}, which is no "
+                          f"duorl Task (it lacks {', '.join(missing)})", "a Task (envs/tasks/base.py)",
+                          f"return a Task from {self.target} (docs/tasks.md)")
+        check_spec(task.spec, self.name)
+        return task
+
+    def make_vec_env(self, task_cfg: TaskConfig, sim_cfg: Any, num_envs: int, device: str, seed: int,
+                     nan_guard: bool = True, nan_inject_step: int = -1, compile: bool = False,
+                     solver_early_exit: bool = False, play: bool = False, render: bool = False) -> VecEnv:
+        from duorl.envs.task_env import build_task_vec_env
+
+        return build_task_vec_env(self.make_task(task_cfg), sim_cfg, num_envs, device, seed, nan_guard,
+                                  nan_inject_step, compile, solver_early_exit)
+
+    def first_check(self, task_cfg: TaskConfig) -> list[str]:
+        if self.first_check_path is None:
+            return []
+        module_name, _, attr = self.first_check_path.partition(":")
+        return list(getattr(importlib.import_module(module_name), attr)(task_cfg))
+
+    def preflight(self, task_cfg: TaskConfig, task: Task | None) -> list[str]:
+        """A package's task steps once in two MuJoCo C worlds against the Task contract (envs/task_env.py)
+        on a task of its own; then the task's own check."""
+        if self.from_package:
+            from duorl.envs.task_env import probe_task
+
+            probe_task(self.make_task(task_cfg), self.name)
+        return super().preflight(task_cfg, task)
+
+
+@dataclass(frozen=True)
+class MjlabSource(TaskSource):
+    """An mjlab task, `mjlab:<task_id>`: a whole VecEnv that duorl.envs.mjlab builds (its family's facts:
+    envs/mjlab/family.py)."""
+
+    task_id: str = ""
+
+    def check(self, task_cfg: TaskConfig) -> None:
+        """mjlab installed and the id known (its spec, which builds the task once, is checked when a run asks
+        for it, still before anything of the run is built)."""
+        _mjlab_task(self.name)
+
+    def spec(self, task_cfg: TaskConfig) -> EnvSpec:
+        adapter, task_id = _mjlab_task(self.name)
+        spec = adapter.task_spec(task_id, task_cfg)
+        check_spec(spec, self.name)
+        return spec
+
+    def make_vec_env(self, task_cfg: TaskConfig, sim_cfg: Any, num_envs: int, device: str, seed: int,
+                     nan_guard: bool = True, nan_inject_step: int = -1, compile: bool = False,
+                     solver_early_exit: bool = False, play: bool = False, render: bool = False) -> VecEnv:
+        """It steps MuJoCo Warp whatever sim_cfg says (config validation refused any other)."""
+        adapter, task_id = _mjlab_task(self.name)
+        return adapter.make_vec_env(task_id, task_cfg, num_envs, device, seed, play=play, render=render)
+
+
+def _mjlab_source(name: str) -> MjlabSource:
+    task_id = name[len(mjlab_family.PREFIX):]
+    return MjlabSource("mjlab", mjlab_family.facts(name, task_id), task_id=task_id)
+
+
+# ------------------------------------------------------------------------------------ resolution
 def _entry_points() -> dict[str, list[EntryPoint]]:
     """The `duorl.tasks` entry points by name (a name may be registered twice: refused when asked for)."""
     from importlib.metadata import entry_points  # 40 ms: only once a name is not builtin
@@ -100,15 +270,16 @@ def task_names() -> list[str]:
 
 
 def source_of(name: str) -> TaskSource:
-    """The one source of `name`, without importing the task. ConfigError for an unknown or
-    ambiguous name."""
-    if is_mjlab(name):
-        return TaskSource(name, "mjlab", name[len(MJLAB_PREFIX):])
+    """The one source of `name`. A builtin or mjlab name resolves without importing the task; an entry
+    point or import path imports its factory (it declares the task's keys). ConfigError for an unknown or
+    ambiguous name, or a factory that does not load."""
+    if name.startswith(mjlab_family.PREFIX):
+        return _mjlab_source(name)
     if ":" in name:
         if not _IMPORT_PATH.fullmatch(name):
             raise _refuse(name, "not an import path", "package.module:factory (dotted names, one colon)",
                           "write it as --task package.module:factory")
-        return TaskSource(name, "import path", name)
+        return _package_source(name, "import path", name)
     eps = _entry_points().get(name, [])
     if name in BUILTIN and eps:
         raise _refuse(name, f"is both a builtin task and an entry point of {_dist_name(eps[0])}", "one source per name",
@@ -118,16 +289,49 @@ def source_of(name: str) -> TaskSource:
         raise _refuse(name, f"is registered by several `{ENTRY_POINT_GROUP}` entry points: {where}",
                       "one source per name", f"train one of them by import path, e.g. --task {eps[0].value}")
     if eps:
-        return TaskSource(name, "entry point", eps[0].value, _dist_name(eps[0]))
+        return _package_source(name, "entry point", eps[0].value, _dist_name(eps[0]))
     if name in BUILTIN:
-        return TaskSource(name, "builtin", BUILTIN[name])
+        b = BUILTIN[name]
+        return FactorySource("builtin", TaskFacts(name, b.keys, defaults_of(name)), target=b.factory,
+                             first_check_path=b.first_check)
     close = difflib.get_close_matches(name, task_names(), n=3, cutoff=0.5)
     fix = f"did you mean {' or '.join(close)}? " if close else "pick one with --task; "
     raise _refuse(name, "unknown task", ", ".join(task_names()),
                   f"{fix}`duorl tasks` lists every task, and a task of your own runs as --task package.module:factory")
 
 
-def load_factory(source: TaskSource) -> Callable[[TaskConfig], Task]:
+def task_config(name: str, **values: Any) -> TaskConfig:
+    """The keys of the task `name` with `values` set, the rest at their defaults (its source's dataclass:
+    what a run's Config holds as `task`). ConfigError as source_of."""
+    return source_of(name).config(**values)
+
+
+def _package_source(name: str, kind: str, target: str, dist: str | None = None) -> FactorySource:
+    """An entry point's or import path's source, its keys read from its factory's `config_class`."""
+    source = FactorySource(kind, TaskFacts(name), target=target, dist=dist)
+    keys = getattr(load_factory(source), CONFIG_CLASS, None)
+    if keys is None:
+        return source
+    check_keys_class(keys, name, target)
+    return dataclasses.replace(source, stated=TaskFacts(name, keys))
+
+
+def check_keys_class(keys: Any, name: str, target: str) -> None:
+    """A factory's `config_class`: a dataclass extending TaskConfig whose own keys are each declared with
+    config.schema.setting (a default and a one-line meaning). ConfigError naming the task otherwise."""
+    fix = f"make {target}.{CONFIG_CLASS} a @dataclass extending duorl.config.schema.TaskConfig (docs/tasks.md)"
+    if not (isinstance(keys, type) and issubclass(keys, TaskConfig) and dataclasses.is_dataclass(keys)):
+        raise _refuse(name, f"{target}.{CONFIG_CLASS} is a {type(keys).__name__}, not a dataclass extending TaskConfig",
+                      "a TaskConfig dataclass", fix)
+    generic = {f.name for f in dataclasses.fields(TaskConfig)}
+    bare = [f.name for f in dataclasses.fields(keys) if f.name not in generic and setting_of(f) is None]
+    if bare:
+        raise _refuse(name, f"{target}.{CONFIG_CLASS} declares {', '.join(bare)} without setting(default, help)",
+                      "keys declared with duorl.config.schema.setting", f"declare each key as `name: type = "
+                      "setting(default, \"one-line meaning\")` (docs/tasks.md)")
+
+
+def load_factory(source: FactorySource) -> Callable[[TaskConfig], Task]:
     """Import the factory of a builtin, entry-point or import-path task. ConfigError naming the task and
     the error when it does not import or is not callable."""
     module_name, _, attr = source.target.partition(":")
@@ -152,99 +356,31 @@ def load_factory(source: TaskSource) -> Callable[[TaskConfig], Task]:
     return obj
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else "(no message)"
-
-
 # ------------------------------------------------------------------------------------------ mjlab
 def mjlab_module() -> Any:
-    """duorl.envs.mjlab, once mjlab itself is installed; ConfigError naming the install command."""
-    try:
-        module = importlib.import_module("duorl.envs.mjlab")
-    except ModuleNotFoundError as e:
-        if e.name not in ("duorl.envs.mjlab", "mjlab"):
-            raise
-        raise ConfigError(KEY, "mjlab:...", "mjlab tasks need the mjlab extra, which is not installed",
-                          "the mjlab extra", MJLAB_INSTALL) from None
-    module.check_installed()
-    return module
+    """duorl.envs.mjlab (the adapter: check_installed, task_ids, task_spec, make_vec_env), once mjlab itself
+    is installed; InputRefused naming the install command."""
+    mjlab_adapter.check_installed()
+    return mjlab_adapter
 
 
 def _mjlab_task(name: str) -> tuple[Any, str]:
     """(duorl.envs.mjlab, the task id) for a known mjlab id; ConfigError with the closest ids otherwise."""
     try:
-        module = mjlab_module()
-    except ConfigError as e:
-        raise ConfigError(KEY, name, e.problem, e.allowed, e.fix) from None
+        adapter = mjlab_module()
     except InputRefused as e:  # check_installed's own line, without its fix (named once, here)
-        raise ConfigError(KEY, name, str(e).split(" Fix: ")[0].rstrip("."), "the mjlab extra", MJLAB_INSTALL) from None
-    task_id = name[len(MJLAB_PREFIX):]
-    ids = list(module.task_ids())
+        raise ConfigError(KEY, name, str(e).split(" Fix: ")[0].rstrip("."), "the mjlab extra", mjlab_family.INSTALL) from None
+    task_id = name[len(mjlab_family.PREFIX):]
+    ids = list(adapter.task_ids())
     if task_id not in ids:
         close = difflib.get_close_matches(task_id, ids, n=3, cutoff=0.5)
-        allowed = ", ".join(MJLAB_PREFIX + i for i in close) if close else f"{len(ids)} ids (`duorl tasks`)"
-        fix = f"did you mean {MJLAB_PREFIX}{close[0]}?" if close else "pick an id that `duorl tasks` lists"
+        allowed = ", ".join(mjlab_family.PREFIX + i for i in close) if close else f"{len(ids)} ids (`duorl tasks`)"
+        fix = f"did you mean {mjlab_family.PREFIX}{close[0]}?" if close else "pick an id that `duorl tasks` lists"
         raise ConfigError(KEY, name, "unknown mjlab task id", f"closest: {allowed}" if close else allowed, fix)
-    return module, task_id
+    return adapter, task_id
 
 
-def mjlab_vec_env(task_cfg: TaskConfig, num_envs: int, device: str, seed: int, play: bool = False,
-                  render: bool = False) -> Any:
-    module, task_id = _mjlab_task(task_cfg.name)
-    return module.make_vec_env(task_id, task_cfg, num_envs, device, seed, play=play, render=render)
-
-
-# ------------------------------------------------------------------------------------ tasks, specs
-def make_task(task_cfg: TaskConfig) -> Task:
-    """A fresh, unbound Task for `task_cfg` from its source. ConfigError when the source does not
-    import, the factory fails or returns no Task, or the task's spaces cannot be trained."""
-    source = source_of(task_cfg.name)
-    if source.kind == "mjlab":
-        raise ConfigError(KEY, task_cfg.name, "an mjlab task is a whole VecEnv, not a Task", "a Task source",
-                          "use envs.registry.make_vec_env / env_spec for it")
-    factory = load_factory(source)
-    if source.kind == "builtin":  # duorl's own: their tests hold them to the contract
-        return factory(task_cfg)
-    try:
-        task = factory(task_cfg)
-    except InputRefused:
-        raise
-    except Exception as e:  # noqa: BLE001 - the user's factory: name it and its error
-        raise _refuse(task_cfg.name, f"the factory {source.target} raised {type(e).__name__}: {_first_line(e)}",
-                      "a factory that returns a Task", f"fix {source.target}") from None
-    missing = [a for a in TASK_ATTRIBUTES if not hasattr(task, a)]
-    if missing:
-        raise _refuse(task_cfg.name, f"the factory {source.target} returned a {type(task).__name__}, which is no "
-                      f"duorl Task (it lacks {', '.join(missing)})", "a Task (envs/tasks/base.py)",
-                      f"return a Task from {source.target} (docs/tasks.md)")
-    check_spec(task.spec, task_cfg.name)
-    return task
-
-
-def task_spec(task_cfg: TaskConfig) -> EnvSpec:
-    """Shapes and timing of the configured task, without building a simulation."""
-    if is_mjlab(task_cfg.name):
-        module, task_id = _mjlab_task(task_cfg.name)
-        spec = module.task_spec(task_id, task_cfg)
-        check_spec(spec, task_cfg.name)
-        return spec
-    return make_task(task_cfg).spec
-
-
-def check_task(task_cfg: TaskConfig) -> None:
-    """Config validation's check of a task name: builtin names pass at once (nothing imported); an mjlab
-    task needs mjlab and a known id (its spec, which builds the task once, is checked when a run asks for
-    it, still before anything of the run is built); others are imported and their spec checked.
-    ConfigError otherwise."""
-    if task_cfg.name in BUILTIN:  # an entry point of the same name is refused when the task is made
-        return
-    if is_mjlab(task_cfg.name):
-        _mjlab_task(task_cfg.name)
-        return
-    task_spec(task_cfg)
-
-
+# ------------------------------------------------------------------------------------------ checks
 def check_spec(spec: Any, name: str) -> None:
     """The spaces duorl trains: flat float vectors, actor and critic observations and actions of at
     least one entry each (the learner's networks and the replay ring are sized by them), actions in
@@ -275,57 +411,23 @@ def check_symmetry(spec: Any, use_symmetry: bool) -> None:
                           "set algo.use_symmetry=false")
 
 
-def probe_task(task_cfg: TaskConfig) -> None:
-    """Step a non-builtin Task once in two MuJoCo C worlds and check what it returns against the
-    Task contract (observation keys, shapes, float32 dtype; reward, terminated and ctrl shapes), so a
-    task that breaks it is refused in one line before a run starts, not inside the collector.
-    Builtin and mjlab tasks are skipped (their own tests hold them to the contract)."""
-    import torch
-
-    from duorl.envs.backends.mujoco_cpu import MujocoBackend
-    from duorl.envs.vec_env import TaskVecEnv
-
-    if task_cfg.name in BUILTIN or is_mjlab(task_cfg.name):
-        return
-    task = make_task(task_cfg)
-    spec, n = task.spec, 2
-    problems: list[str] = []
-    try:
-        model = task.mj_model()
-        env = TaskVecEnv(task, MujocoBackend(model, n, task.substeps, nthread=1), seed=0, nan_guard=False)
-        try:
-            obs = env.reset()
-            ctrl = task.apply_action(torch.zeros(n, spec.action_dim))
-            if tuple(ctrl.shape) != (n, model.nu):
-                problems.append(f"apply_action returned ctrl of shape {tuple(ctrl.shape)}, the model has nu={model.nu}")
-            obs2, reward, terminated, _, _ = env.step(torch.zeros(n, spec.action_dim))
-        finally:
-            env.close()
-    except InputRefused:
-        raise
-    except Exception as e:  # noqa: BLE001 - the user's task: name it and its error
-        raise _refuse(task_cfg.name, f"stepping the task once raised {type(e).__name__}: {_first_line(e)}",
-                      "a task that obeys the Task contract", "fix the task (docs/tasks.md)") from None
-    for when, o in (("reset", obs), ("step", obs2)):
-        if not isinstance(o, dict) or set(o) != {"actor", "critic"}:
-            problems.append(f"observe() after {when} returned {type(o).__name__} {sorted(o) if isinstance(o, dict) else ''}"
-                            ", not {'actor', 'critic'}")
-            continue
-        for key, dim in (("actor", spec.actor_obs_dim), ("critic", spec.critic_obs_dim)):
-            t = o[key]
-            if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or tuple(t.shape) != (n, dim):
-                got = f"{t.dtype} {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
-                problems.append(f"obs[{key!r}] is {got}, the spec says float32 ({n}, {dim})")
-    if reward.dtype != torch.float32 or tuple(reward.shape) != (n,):
-        problems.append(f"reward is {reward.dtype} {tuple(reward.shape)}, not float32 ({n},)")
-    if terminated.dtype != torch.bool or tuple(terminated.shape) != (n,):
-        problems.append(f"terminated is {terminated.dtype} {tuple(terminated.shape)}, not bool ({n},)")
-    if problems:
-        raise _refuse(task_cfg.name, "duorl cannot train it: " + "; ".join(dict.fromkeys(problems)),
-                      "the Task contract (docs/tasks.md)", "fix the task")
-
-
 # -------------------------------------------------------------------------------------- listing
+def task_catalog() -> TaskCatalog:
+    """The tasks `duorl config --keys` and docs/configuration.md list with their keys: the builtin ones,
+    every entry point (its factory imported for its keys; one that does not load becomes a note) and the
+    mjlab families (nothing of mjlab imported)."""
+    facts: list[TaskFacts] = []
+    notes: list[str] = []
+    for name in task_names():
+        try:
+            facts.append(source_of(name).facts())
+        except ConfigError as e:
+            notes.append(f"{name}: its keys cannot be read: {e.problem}")
+    facts.append(mjlab_family.facts(f"{mjlab_family.PREFIX}ID", ""))
+    facts += [mjlab_family.facts(f"{mjlab_family.PREFIX}{f.label}", "", f.keys) for f in mjlab_family.FAMILIES]
+    return TaskCatalog(tuple(facts), ALLOWED, DEFAULT_TASK, tuple(notes))
+
+
 @dataclass(frozen=True)
 class TaskEntry:
     """One row of `duorl tasks`: sizes, or the reason the task cannot be loaded."""
@@ -350,24 +452,24 @@ def _entry(name: str, source: str, spec_of: Callable[[], Any]) -> TaskEntry:
 def list_tasks() -> tuple[list[TaskEntry], list[str]]:
     """Every task duorl can train here (builtin, entry points, mjlab's when installed) and notes
     (one line each, e.g. that mjlab is not installed). Specs only: no simulation is built."""
-    from duorl.config.schema import TaskConfig
-
     entries: list[TaskEntry] = []
-    names = task_names()
-    for name in names:
+    eps = _entry_points()
+    for name in task_names():
         try:
-            label = source_of(name).label
-        except ConfigError as e:
-            entries.append(TaskEntry(name, "?", error=e.problem))
+            source = source_of(name)
+        except ConfigError as e:  # an ambiguous name, or an entry point whose factory does not load
+            one = eps.get(name, [])
+            label = f"entry point {_dist_name(one[0])}" if len(one) == 1 and name not in BUILTIN else "?"
+            entries.append(TaskEntry(name, label, error=e.problem))
             continue
-        entries.append(_entry(name, label, lambda: task_spec(TaskConfig(name=name))))
+        entries.append(_entry(name, source.label, lambda: source.spec(source.config())))
     notes: list[str] = []
     try:
-        module = mjlab_module()
+        adapter = mjlab_module()
     except InputRefused:
-        notes.append(f"mjlab: not installed ({MJLAB_INSTALL})")
+        notes.append(f"mjlab: not installed ({mjlab_family.INSTALL})")
     else:
-        for task_id in module.task_ids():
-            name = MJLAB_PREFIX + task_id
-            entries.append(_entry(name, "mjlab", lambda: module.task_spec(task_id, TaskConfig(name=name))))
+        for task_id in adapter.task_ids():
+            source = _mjlab_source(mjlab_family.PREFIX + task_id)
+            entries.append(_entry(source.name, "mjlab", lambda: adapter.task_spec(task_id, source.config())))
     return entries, notes

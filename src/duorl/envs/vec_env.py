@@ -120,7 +120,7 @@ class TaskVecEnv(VecEnv):
         # metrics(sim) -> [N, M]: per-env diagnostics of the post-step state, in spec.metric_names order
         self._metrics = getattr(task, "metrics", None) if self.spec.metric_names else None
         # reward_and_metrics(sim) -> (reward, metrics): both from one pass, when the metrics break the
-        # reward down (g1_walk_flat's Task/rew_*)
+        # reward down (the G1 walking task's Task/rew_*)
         self._reward_and_metrics = getattr(task, "reward_and_metrics", None) if self._metrics is not None else None
 
         n, dev = self.num_envs, self.device

@@ -138,6 +138,9 @@ class CollectorTick:
                 f"sim.tick_cuda_graph=true needs the collector on CUDA, it runs on {device}: "
                 "set sim.tick_cuda_graph=false (or null) or train on a GPU"
             )
+        if cuda_graph and not getattr(env, "tick_capturable", True):  # the env's own word (envs/base.py, optional)
+            raise TickCaptureError(f"the env's tick cannot be one CUDA graph: {getattr(env, 'tick_eager_reason', None)}. "
+                                   "Set sim.tick_cuda_graph=false to run the tick eagerly.")
         self.env, self.actor, self.ring, self.generator = env, actor, ring, generator
         self.device = device
         self.obs = {k: v.to(device).clone() for k, v in obs.items()}

@@ -23,7 +23,7 @@ def default_run_dir(cfg: Config) -> Path:
     from duorl.telemetry.run_dir_claim import unused_name
 
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    task = re.sub(r"[^A-Za-z0-9_.\-]", "_", cfg.task.name)  # mjlab:ID, package.module:factory
+    task = re.sub(r"[^A-Za-z0-9_.\-]", "_", cfg.task.name)  # names with a colon: an import path, an mjlab id
     return unused_name(Path("runs") / f"{task}-{cfg.algo.name}-{stamp}")
 
 

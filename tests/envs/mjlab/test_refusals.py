@@ -9,7 +9,7 @@ import pytest
 
 from duorl.cli.main import main
 from duorl.config.errors import ConfigError
-from duorl.config.load import load_config
+from duorl.cli.configure import load_config
 
 TASK = "mjlab:Mjlab-Cartpole-Swingup"
 CPU = ["training.devices=[cpu]"]
@@ -52,9 +52,15 @@ def test_switches_of_duorls_own_tick_are_refused(key):
 
 
 def test_the_tick_of_an_mjlab_task_is_eager_even_on_cuda():
-    from duorl.config.switches import tick_graph_enabled
+    """The switch reads the task source's fact (not the name), and the VecEnv mjlab builds says the same."""
+    from duorl.config.switches import resolve_switches
+    from duorl.envs.mjlab.vec_env import MjlabVecEnv
+    from duorl.envs.task_sources import source_of
 
     cfg = load_config("sac", TASK, "mjwarp", CPU, probe_devices=False)
-    assert tick_graph_enabled(cfg, "cuda:0") is False
+    source = source_of(cfg.task.name)
+    assert source.tick_capturable is False and MjlabVecEnv.tick_capturable is False
+    assert resolve_switches(cfg, "cuda:0", tick_capturable=source.tick_capturable).tick_cuda_graph is False
     builtin = load_config("sac", "pendulum_swingup", "mjwarp", CPU, probe_devices=False)
-    assert tick_graph_enabled(builtin, "cuda:0") is True
+    assert resolve_switches(builtin, "cuda:0", tick_capturable=source_of(builtin.task.name).tick_capturable
+                            ).tick_cuda_graph is True

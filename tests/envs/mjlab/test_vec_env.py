@@ -94,7 +94,7 @@ def _cartpole_with(action_cfg):
     from duorl.envs.mjlab.spec import task_spec
     from duorl.envs.mjlab.vec_env import MjlabVecEnv
 
-    cfg = env_cfg(CARTPOLE, 20, 2, 0)
+    cfg = env_cfg(CARTPOLE, _task_cfg(steps=20), 2, 0)
     cfg.actions = {"cart": action_cfg}
     env = build_env(cfg, "cpu")
     return MjlabVecEnv(env, task_spec(CARTPOLE, _task_cfg(steps=20)), ("actor",), ("critic",), [])

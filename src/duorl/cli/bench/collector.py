@@ -77,7 +77,7 @@ def run_collector_bench(algo: str, task: str, sim: str | None, num_envs: list[in
                         command: str | None = None) -> dict[str, Any]:
     import torch
 
-    from duorl.config.load import load_config
+    from duorl.cli.configure import load_config
     from duorl.config.switches import solver_early_exit_enabled, tick_compile_enabled
     from duorl.config.validate import env_device_type
 
@@ -127,7 +127,7 @@ def run_collector_bench(algo: str, task: str, sim: str | None, num_envs: list[in
 
 
 # Defaults that fit the machine: 4096 G1 envs are the measured GPU workload (benchmarks/); on CPU threads
-# (or warp's CPU device) 64 envs x 200 ticks of g1_walk_flat take about 7 s on 2 cores instead of minutes.
+# (or warp's CPU device) 64 envs x 200 ticks of the G1 walking task take about 7 s on 2 cores instead of minutes.
 GPU_NUM_ENVS, CPU_NUM_ENVS = 4096, 64
 
 
@@ -148,9 +148,10 @@ def machine_defaults(sim: str | None, num_envs: list[int] | None, cuda: bool) ->
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from duorl.config.schema import ALGOS, SIMS
+    from duorl.envs.tasks.builtin import BENCH_TASK
 
     parser.add_argument("--algo", choices=ALGOS, default="sac", help="whose actor acts (default: sac)")
-    parser.add_argument("--task", default="g1_walk_flat", help="task (default: g1_walk_flat)")
+    parser.add_argument("--task", default=BENCH_TASK, help=f"task (default: {BENCH_TASK})")
     parser.add_argument("--sim", choices=SIMS, default=None,
                         help="simulator (default: mjwarp with a visible GPU, else mujoco)")
     parser.add_argument("--num-envs", type=int, nargs="+", default=None, metavar="N",

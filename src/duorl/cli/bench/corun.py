@@ -63,12 +63,14 @@ def _collector_step(algo: str, task: str | None, overrides: list[str], device: s
     import torch
 
     from duorl.cli.bench.collector import build_collector_tick
-    from duorl.config.load import load_config
+    from duorl.cli.configure import load_config
     from duorl.config.switches import env_device, solver_early_exit_enabled, tick_compile_enabled, tick_graph_enabled
+
+    from duorl.envs.task_sources import source_of
 
     cfg = load_config(algo, task, sim, overrides)
     env_dev = env_device(cfg, device)
-    graph = tick_graph_enabled(cfg, env_dev)
+    graph = tick_graph_enabled(cfg, env_dev, source_of(task).tick_capturable)
     tick = build_collector_tick(cfg, cfg.training.num_envs, device, cuda_graph=graph,
                                 compile=tick_compile_enabled(cfg, env_dev, graph),
                                 solver_early_exit=solver_early_exit_enabled(cfg, graph))
@@ -226,9 +228,10 @@ def run_corun(args: argparse.Namespace, command: str) -> dict[str, Any]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from duorl.config.schema import ALGOS
+    from duorl.envs.tasks.builtin import BENCH_TASK
 
     parser.add_argument("--algo", choices=ALGOS, default="sac", help="learner and actor (default: sac)")
-    parser.add_argument("--task", default="g1_walk_flat", help="task (default: g1_walk_flat)")
+    parser.add_argument("--task", default=BENCH_TASK, help=f"task (default: {BENCH_TASK})")
     parser.add_argument("--sim", default=None, help="physics backend (default: the task's)")
     parser.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda when visible)")
     parser.add_argument("--window-s", type=float, default=15.0, metavar="S", help="timed window per arm (default: 15)")
@@ -243,7 +246,7 @@ def main(args: argparse.Namespace) -> int:
     from duorl.cli.bench.report import emit
     from duorl.config.devices import check_device_flag
     from duorl.config.errors import ConfigError
-    from duorl.config.load import load_config
+    from duorl.cli.configure import load_config
 
     command = "duorl " + " ".join(getattr(args, "argv", None) or sys.argv[1:])
     try:

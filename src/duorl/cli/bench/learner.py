@@ -46,6 +46,7 @@ def _algo_only_config(algo: str, overrides: list[str]) -> Any:
 
     from duorl.config.load import read_algo_yaml
     from duorl.config.schema import Config
+    from duorl.config.tasks import TaskFacts
     from duorl.config.validate import validate
 
     cfg = Config()
@@ -59,7 +60,7 @@ def _algo_only_config(algo: str, overrides: list[str]) -> Any:
             raise ValueError(f"malformed override {item!r} (expected key=value)")
         _set_dotted(cfg, key.strip(), yaml.safe_load(raw))
     cfg.algo.name = algo
-    return validate(cfg)
+    return validate(cfg, TaskFacts(cfg.task.name))
 
 
 def bench_config(algo: str, task: str | None, overrides: list[str]) -> tuple[Any, Any]:
@@ -70,7 +71,7 @@ def bench_config(algo: str, task: str | None, overrides: list[str]) -> tuple[Any
         cfg = _algo_only_config(algo, overrides)
         spec = EnvSpec(task="g1_walk_dims", max_episode_steps=1000, control_dt=0.02, **G1_WALK_DIMS)
         return cfg, spec
-    from duorl.config.load import load_config
+    from duorl.cli.configure import load_config
     from duorl.envs.registry import env_spec
 
     cfg = load_config(algo, task, None, overrides)

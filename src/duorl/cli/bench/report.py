@@ -42,15 +42,15 @@ def check_arms(algo: str, task: str, sim: str | None, arms: dict[str, list[str]]
     another arm cannot run. Raises InputRefused (a ValueError) naming the arm."""
     from duorl.config.devices import resolve_device
     from duorl.config.errors import InputRefused
-    from duorl.config.load import load_config
-    from duorl.envs.motion.load import check_motion_file
+    from duorl.cli.configure import load_config
+    from duorl.envs.task_sources import source_of
     from duorl.mps.probe import MpsUnavailable, RealHost, probe_mps
 
     for arm, overrides in arms.items():
         prefix = f"{label}: " if label else ""
         try:
             cfg = load_config(algo, task, sim, overrides)
-            check_motion_file(cfg.task)
+            source_of(task).first_check(cfg.task)  # the task's first check (a reference clip)
             if cfg.training.cuda_process_sharing is not None:
                 device = resolve_device(cfg)
                 probe_mps(cfg.training.cuda_process_sharing, device, device, RealHost())

@@ -3,18 +3,16 @@
 Importing this package never imports mjlab (itself slow: it pulls in its viewer stack); every function
 below imports it on first use. An mjlab task is a whole VecEnv (`MjlabVecEnv`, envs/base.py's
 contract) around mjlab's `ManagerBasedRlEnv`, built from `load_env_cfg(id)` with duorl's env count,
-seed and device; it always steps MuJoCo Warp (CUDA, or Warp's CPU device). docs/tasks.md
+seed and device; it always steps MuJoCo Warp (CUDA, or Warp's CPU device). What duorl knows of the family
+without mjlab (its prefix, install command, facts and keys) is `family.py`. docs/tasks.md
 (`## mjlab tasks`) states the mapping of observations, actions, time-outs and logged terms.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from typing import TYPE_CHECKING
 
-from duorl.config.errors import InputRefused
-from duorl.envs.task_sources import MJLAB_INSTALL as INSTALL
-from duorl.envs.task_sources import MJLAB_PREFIX as PREFIX
+from duorl.envs.mjlab.family import INSTALL, PREFIX, check_installed
 
 if TYPE_CHECKING:
     from duorl.config.schema import TaskConfig
@@ -23,12 +21,6 @@ if TYPE_CHECKING:
 
 
 __all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "task_spec", "make_vec_env"]
-
-
-def check_installed() -> None:
-    """InputRefused naming the install command when mjlab is not importable (nothing is imported)."""
-    if importlib.util.find_spec("mjlab") is None:
-        raise InputRefused(f"mjlab tasks need mjlab, which is not installed here. Fix: {INSTALL}")
 
 
 def task_ids() -> list[str]:

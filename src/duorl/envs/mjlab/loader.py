@@ -13,7 +13,7 @@ from duorl.config.errors import InputRefused
 
 def registry() -> Any:
     """mjlab.tasks.registry with every task of mjlab (and of packages on mjlab's entry points) registered."""
-    from duorl.envs.mjlab import INSTALL, check_installed
+    from duorl.envs.mjlab.family import INSTALL, check_installed
 
     check_installed()
     # mjlab turns Warp's kernel-load lines on unless asked not to; duorl keeps warnings only (as its
@@ -38,12 +38,17 @@ def registry() -> Any:
     return reg
 
 
-def env_cfg(task_id: str, max_episode_steps: int | None, num_envs: int, seed: int, play: bool = False) -> Any:
+def env_cfg(task_id: str, task_cfg: Any, num_envs: int, seed: int, play: bool = False) -> Any:
     """mjlab's env configuration of `task_id` (`play`: its play configuration) with duorl's env count and
     seed, auto-reset off (duorl resets the done envs itself, after keeping the state the step reached),
-    and duorl's episode length where task.max_episode_steps sets one."""
+    duorl's episode length where task.max_episode_steps sets one, and the task family's own keys
+    (family.apply_keys)."""
+    from duorl.envs.mjlab.family import apply_keys
+
     reg = registry()
     cfg = reg.load_env_cfg(task_id, play=play)
+    apply_keys(task_cfg, cfg)
+    max_episode_steps = task_cfg.max_episode_steps
     step_dt = cfg.sim.mujoco.timestep * cfg.decimation
     if max_episode_steps is not None:
         cfg.episode_length_s = max_episode_steps * step_dt

@@ -9,6 +9,7 @@ once per process and caches the spec.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -75,12 +76,12 @@ def flat_dim(task_id: str, env: Any, groups: tuple[str, ...]) -> int:
     return total
 
 
-_cache: dict[tuple[str, int | None], tuple[EnvSpec, tuple[str, ...]]] = {}
+_cache: dict[tuple[str, tuple[Any, ...]], tuple[EnvSpec, tuple[str, ...]]] = {}
 
 
 def task_spec(task_id: str, task_cfg: Any) -> EnvSpec:
     """See duorl.envs.mjlab.task_spec."""
-    key = (task_id, task_cfg.max_episode_steps)
+    key = (task_id, dataclasses.astuple(task_cfg))  # every task key may shape the env (a family's own too)
     if key not in _cache:
         _cache[key] = _build_spec(task_id, task_cfg)
         dropped = _cache[key][1]
@@ -96,7 +97,7 @@ def _build_spec(task_id: str, task_cfg: Any) -> tuple[EnvSpec, tuple[str, ...]]:
     reg = registry()
     if task_id not in reg.list_tasks():
         raise InputRefused(f"mjlab:{task_id} is not in mjlab's registry. Fix: pick an id that `duorl tasks` lists")
-    cfg = env_cfg(task_id, task_cfg.max_episode_steps, 1, 0)
+    cfg = env_cfg(task_id, task_cfg, 1, 0)
     groups = obs_groups(task_id, cfg)
     refuse_untrainable(task_id, cfg, groups)
     env = build_env(cfg, "cpu")

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from duorl.envs.base import EnvSpec, Obs, VecEnv
-from duorl.envs.task_sources import MJLAB_TICK_EAGER_REASON
+from duorl.envs.mjlab.family import TICK_EAGER_REASON
 from duorl.envs.vec_env import _select
 
 
@@ -27,7 +27,7 @@ class MjlabVecEnv(VecEnv):
 
     # mjlab's step syncs with the host: the collector tick runs eagerly (runtime/tick.py)
     tick_capturable = False
-    tick_eager_reason = MJLAB_TICK_EAGER_REASON
+    tick_eager_reason = TICK_EAGER_REASON
 
     def __init__(self, env: Any, spec: EnvSpec, actor_groups: tuple[str, ...], critic_groups: tuple[str, ...],
                  rows: list[Any], finite_horizon: bool = False) -> None:
@@ -140,7 +140,7 @@ def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if task_id not in registry().list_tasks():
         raise ValueError(f"mjlab:{task_id} is not in mjlab's registry")
-    cfg = env_cfg(task_id, task_cfg.max_episode_steps, num_envs, seed, play=play)
+    cfg = env_cfg(task_id, task_cfg, num_envs, seed, play=play)
     groups = obs_groups(task_id, cfg)
     refuse_untrainable(task_id, cfg, groups)
     env = build_env(cfg, device, render)

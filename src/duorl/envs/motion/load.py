@@ -18,7 +18,6 @@ from duorl.envs.motion.findings import MotionFileError
 from duorl.envs.motion.fk import ClipKinematics
 from duorl.envs.motion.formats import FORMATS, read_motion
 
-TRACKING_TASK = "g1_motion_tracking"
 ALLOWED = f"a G1 clip: {', '.join(FORMATS)} layout (docs/motion.md)"
 
 
@@ -56,10 +55,10 @@ def config_error(e: MotionFileError, path: Any) -> Exception:
 
 
 def check_motion_file(task_cfg: Any) -> list[str]:
-    """The early check of task.motion_file for the tracking task: the warnings to show (one line
-    each); raises ConfigError (key task.motion_file) when the clip cannot be used. Other tasks, and
-    the synthetic clip (motion_file null), have nothing to check."""
-    if task_cfg.name != TRACKING_TASK or task_cfg.motion_file is None:
+    """The tracking task's first check (envs/tasks/builtin.py): task.motion_file's clip, the warnings to
+    show (one line each); raises ConfigError (key task.motion_file) when the clip cannot be used. The
+    synthetic clip (motion_file null) has nothing to check."""
+    if task_cfg.motion_file is None:
         return []
     from duorl.envs.g1 import model as g1
 

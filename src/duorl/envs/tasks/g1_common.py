@@ -12,7 +12,7 @@ from typing import Any, Optional
 import mujoco
 import torch
 
-from duorl.config.schema import ACTION_RANGES
+from duorl.envs.tasks.keys import ACTION_RANGES
 from duorl.envs.base import Uniforms
 from duorl.envs.g1 import model as g1
 from duorl.envs.g1.assets import resolve_g1_xml
