@@ -8,8 +8,9 @@
 #   bash benchmarks/scripts/startup_h200.sh $OUT [ARM ...]
 # ARMs, in the default order (a later call can run the ones a budget left out):
 #   walk_cold walk_warm mjlab_cold mjlab_warm tracking_cold tracking_warm warmup warm_after_warmup
-# and, not by default, walk_cold_serialwarp: walk_cold with Warp's parallel preload off
-# (DUORL_WARP_COMPILE_THREADS=0: the first step compiles its modules one by one, as before)
+# and, not by default, any cold/warm arm with a suffix: _serialwarp (Warp's parallel preload off,
+# DUORL_WARP_COMPILE_THREADS=0: the first step compiles its modules one by one, as before) or _eagertick
+# (sim.tick_compile=false: the collector's step is not torch.compiled); each suffix has its own caches
 # A cold arm points Warp's, Inductor's (Triton's inside it), CUDA's and duorl's caches at a new, empty
 # directory of its own under /tmp/duorl-startup-caches (a user's caches are never touched); its warm arm
 # uses the same directory right after it; `warmup` fills a fresh directory with `duorl warmup --task
@@ -108,9 +109,11 @@ def run(arm, cmd, env, run_dir):
     return r
 
 
+SUFFIXES = {"_serialwarp": ({"DUORL_WARP_COMPILE_THREADS": "0"}, []), "_eagertick": ({}, ["sim.tick_compile=false"])}
 for arm in arms:
-    serial_warp = arm.endswith("_serialwarp")
-    kind, _, temp = arm.removesuffix("_serialwarp").partition("_")
+    suffix = next((x for x in SUFFIXES if arm.endswith(x)), "")
+    extra_env, extra_args = SUFFIXES.get(suffix, ({}, []))
+    kind, _, temp = arm.removesuffix(suffix).partition("_") if suffix else arm.partition("_")
     if arm == "warmup":
         env = caches("warmup", True)
         run(arm, [sys.executable, "-m", "duorl", "warmup", "--task", TASKS["walk"], *COMMON], env, None)
@@ -119,12 +122,11 @@ for arm in arms:
         task, env = TASKS["walk"], caches("warmup", False)
     else:
         if kind not in TASKS or temp not in ("cold", "warm"):
-            print(f"{arm}: not an arm (walk|tracking|mjlab _cold|_warm[_serialwarp], warmup, warm_after_warmup)",
-                  flush=True)
+            print(f"{arm}: not an arm (walk|tracking|mjlab _cold|_warm[_serialwarp|_eagertick], warmup, "
+                  "warm_after_warmup)", flush=True)
             continue
-        task, env = TASKS[kind], caches(kind + ("_serialwarp" if serial_warp else ""), temp == "cold")
-        if serial_warp:
-            env["DUORL_WARP_COMPILE_THREADS"] = "0"
+        task, env = TASKS[kind], caches(kind + suffix, temp == "cold")
+        env.update(extra_env)
     if task.startswith("mjlab:"):
         if not have_mjlab:
             results.append({"arm": arm, "skipped": "mjlab is not staged"})
@@ -134,7 +136,8 @@ for arm in arms:
     run_dir = f"/tmp/duorl-startup-runs/{arm}"
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
-    run(arm, [sys.executable, "-m", "duorl", "train", "--task", task, *COMMON, f"training.log_dir={run_dir}"], env, run_dir)
+    run(arm, [sys.executable, "-m", "duorl", "train", "--task", task, *COMMON, *extra_args, f"training.log_dir={run_dir}"],
+        env, run_dir)
 
 with open(os.path.join(out, "runs.jsonl"), "a") as f:
     for r in results:
