@@ -155,13 +155,13 @@ def fmt(v, w=7):
     return f"{v:{w}.1f}" if isinstance(v, (int, float)) else f"{'-':>{w}}"
 
 
-head = (f"{'arm':18s} {'rc':>3s} {'row':>7s} {'update':>7s} | {'L ready':>7s} {'L capt':>7s} {'L t.c.':>7s} | "
+head = (f"{'arm':22s} {'rc':>3s} {'row':>7s} {'update':>7s} | {'L ready':>7s} {'L capt':>7s} {'L t.c.':>7s} | "
         f"{'C up':>7s} {'C env':>7s} {'C tick1':>7s} {'C t.c.':>7s} {'C capt':>7s} {'W pre':>7s} {'W comp':>6s}")
 lines = ["seconds: row/update from the command; L = learner, C = collector phases (ready: its spawn's end; t.c.:"
          " torch.compile inside; W pre: Warp preload wall, W comp: Warp modules compiled/loaded)", head]
 for r in results:
     if "skipped" in r:
-        lines.append(f"{r['arm']:18s} skipped: {r['skipped']}")
+        lines.append(f"{r['arm']:22s} skipped: {r['skipped']}")
         continue
     rec = r.get("startup")
     ready = phase(rec, "learner", "spawn", "end_s")
@@ -175,7 +175,7 @@ for r in results:
     wpre = phase(rec, "collector", "warp modules preloaded")
     tot = (rec or {}).get("collector_totals", {})
     wcomp = f"{tot.get('warp_compiled', 0):.0f}/{tot['warp_modules']:.0f}" if "warp_modules" in tot else "-"
-    lines.append(f"{r['arm']:18s} {r['rc'] if r['rc'] is not None else '-':>3} {fmt(r.get('first_row_s'))} {fmt(r.get('first_update_s'))} | "
+    lines.append(f"{r['arm']:22s} {r['rc'] if r['rc'] is not None else '-':>3} {fmt(r.get('first_row_s'))} {fmt(r.get('first_update_s'))} | "
                  f"{fmt(ready)} {fmt(capt)} {fmt(ltc)} | {fmt(cup)} {fmt(cenv)} {fmt(tick)} {fmt(ctc)} {fmt(ccapt)} {fmt(wpre)} {wcomp:>6s}")
 text = "\n".join(lines)
 print(text)
