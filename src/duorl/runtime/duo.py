@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
@@ -120,9 +121,20 @@ class PrestartedCollector:
         self.handed = False
 
     def hand(self, args: CollectorArgs) -> mp.Process:
-        """Send the collector its arguments (CUDA tensors as IPC handles, CPU ones as shared memory)."""
-        self.conn.send(args)
-        self.conn.close()
+        """Send the collector its arguments (CUDA tensors as IPC handles, CPU ones as shared memory), from a
+        thread: the collector reads them once its imports are done, and a message larger than the pipe's
+        buffer (a resumed env's state) must not hold the learner, which goes on to capture meanwhile. A
+        collector that dies before reading them is the learner's liveness check's to report."""
+        def send() -> None:
+            try:
+                self.conn.send(args)
+            except OSError:  # the collector is gone (BrokenPipeError): _collector_alive names it
+                pass
+            finally:
+                self.conn.close()
+
+        self._sender = threading.Thread(target=send, name="duorl-collector-args", daemon=True)
+        self._sender.start()
         self.handed = True
         return self.process
 
