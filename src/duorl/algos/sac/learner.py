@@ -26,9 +26,10 @@ from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
 from duorl.gpu.compiling import maybe_compile
-from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner, squash
+from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
 from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
+from duorl.algos.tanh_gaussian import squash
 
 if TYPE_CHECKING:  # envs/ may grow heavy imports (warp, mujoco); only the type is needed here
     from duorl.config.schema import AlgoConfig

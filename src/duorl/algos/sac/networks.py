@@ -14,13 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from duorl.algos.base import Policy
-
 from duorl.algos.aligned_gemm import AlignedLinear, member_matmul
 from duorl.algos.sac.normalizer import RunningObsNormalizer
-
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-_LOG_2 = math.log(2.0)
+from duorl.algos.tanh_gaussian import TanhGaussianPolicy
 
 
 def mlp_trunk(in_dim: int, hidden_dims: Sequence[int]) -> nn.Sequential:
@@ -32,20 +28,8 @@ def mlp_trunk(in_dim: int, hidden_dims: Sequence[int]) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def tanh_gaussian_log_prob(pre_tanh: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
-    """log density of a = tanh(u), u ~ N(mean, exp(log_std)), summed over the last dim.
-
-    Uses log(1 - tanh(u)^2) = 2*(log 2 - u - softplus(-2u)), which stays finite where tanh saturates
-    (the naive form gives log(0) = -inf once |u| > ~9 in float32).
-    """
-    z = (pre_tanh - mean) * torch.exp(-log_std)
-    gaussian = -0.5 * z.square() - log_std - _HALF_LOG_2PI
-    log_det = 2.0 * (_LOG_2 - pre_tanh - F.softplus(-2.0 * pre_tanh))
-    return (gaussian - log_det).sum(-1)
-
-
-class TanhGaussianActor(nn.Module, Policy):
-    """pi(a|s) = tanh(N(mu(s), sigma(s))), actions in [-1, 1].
+class TanhGaussianActor(TanhGaussianPolicy, nn.Module):
+    """pi(a|s) = tanh(N(mu(s), sigma(s))), actions in [-1, 1] (the head: algos/tanh_gaussian.py).
 
     Observations are raw; the optional running normaliser inside the module is applied first.
     """
@@ -73,44 +57,12 @@ class TanhGaussianActor(nn.Module, Policy):
         self.log_std_min = float(log_std_min)
         self.log_std_max = float(log_std_max)
 
-    def distribution_params(self, obs_actor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mean, log_std) of the pre-tanh Gaussian, in float32 even under autocast."""
+    def distribution_params(self, obs_actor: torch.Tensor, training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean, log_std) of the pre-tanh Gaussian, in float32 even under autocast (LayerNorm has no
+        batch statistics: `training` changes nothing)."""
         x = self.obs_norm(obs_actor) if self.obs_norm is not None else obs_actor
         h = self.trunk(x)
-        mean = self.mean_head(h).float()
-        # tanh squash keeps the gradient alive at the bounds (a hard clamp would zero it)
-        raw = torch.tanh(self.log_std_head(h).float())
-        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (raw + 1.0)
-        return mean, log_std
-
-    def forward(
-        self, obs_actor: torch.Tensor, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Reparameterised sample for the learner: (action, log_prob [B], mean_action = tanh(mean))."""
-        mean, log_std = self.distribution_params(obs_actor)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-        pre_tanh = mean + torch.exp(log_std) * noise
-        log_prob = tanh_gaussian_log_prob(pre_tanh, mean, log_std)
-        return torch.tanh(pre_tanh), log_prob, torch.tanh(mean)
-
-    @torch.no_grad()
-    def explore(self, obs_actor: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        """Stochastic action in [-1, 1]; deterministic given the generator's state."""
-        return self.explore_with_mean(obs_actor, generator)[0]
-
-    @torch.no_grad()
-    def explore_with_mean(self, obs_actor: torch.Tensor,
-                          generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(the stochastic action `explore` returns, the policy's own output tanh(mean) behind it)."""
-        mean, log_std = self.distribution_params(obs_actor)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-        return torch.tanh(mean + torch.exp(log_std) * noise), torch.tanh(mean)
-
-    @torch.no_grad()
-    def act(self, obs_actor: torch.Tensor) -> torch.Tensor:
-        """Deterministic action tanh(mean) in [-1, 1]."""
-        mean, _ = self.distribution_params(obs_actor)
-        return torch.tanh(mean)
+        return self.mean_head(h).float(), self.log_std_from(self.log_std_head(h).float())
 
 
 class EnsembleLinear(nn.Module):
