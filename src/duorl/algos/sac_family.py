@@ -228,12 +228,19 @@ class SACFamilyLearner(CycleCaptureMixin, Learner):
         """Backward, the synchronizer, clip and step of one optimizer group; returns the verdict."""
         if self.loss_poison is not None:
             loss = loss + self.loss_poison[self._update_index]
-        optimizer.zero_grad(set_to_none=False)
-        loss.backward()
+        params = self.sync_groups[group]
+        if self.cfg.algo_params.gradients_by_copy:
+            # one multi-tensor copy into the gradient buffers instead of zeroing them and accumulating into
+            # them parameter by parameter (a kernel each); unused parameters get zeros
+            grads = torch.autograd.grad(loss, params, allow_unused=True, materialize_grads=True)
+            torch_internals.foreach_copy_([p.grad for p in params], grads)
+        else:
+            optimizer.zero_grad(set_to_none=False)
+            loss.backward()
         verdict = self.grad_sync.synchronize(group, loss)
         if clip and self.cfg.max_grad_norm > 0:
             # clip_grad_norm_ scales by a device tensor: no host sync
-            nn.utils.clip_grad_norm_(self.sync_groups[group], self.cfg.max_grad_norm)
+            nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
         step_unless_invalid(optimizer, verdict)
         return verdict
 

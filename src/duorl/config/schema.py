@@ -26,6 +26,7 @@ WIRE_DTYPES = ("float32", "bfloat16")  # training.dp_gradient_wire_dtype (distri
 ACTION_RANGES = ("pd", "joint_limits")  # task.action_range (G1 tasks)
 PENALTY_CURRICULA = ("ppo", "fastsac", "off")  # task.penalty_curriculum (g1_walk_flat)
 WANDB_MODES = ("online", "offline")  # training.wandb_mode
+LAYER_NORM_SILU = ("compile", "fused", "fused_bias")  # algo.algo_params.layer_norm_silu (algos/sac/networks.py)
 DEVICES_ALLOWED = "null, [cpu], [N] (a CUDA ordinal), [cuda:N], [GPU-<uuid>] or [MIG-<id>]"
 
 # Setting.resume: a resumed run may change where and how long it runs, how it reports, and test hooks;
@@ -163,6 +164,25 @@ class AlgoParamsConfig:
     torch_compile: Optional[bool] = setting(
         None, "torch.compile the learner's networks (CUDA only; the first iteration compiles): null = on with "
               "CUDA, false = off")
+    # the learner-speed levers of issue #41 (benchmarks/2026-12-02_learner_round6_h200/): off until measured
+    layer_norm_silu: str = setting(
+        "compile", "sac on CUDA: how each Linear -> LayerNorm -> SiLU block normalises: compile (torch.compile's "
+                   "kernels), fused (LayerNorm + SiLU as one Triton kernel forward and one backward, bf16 "
+                   "activations under autocast; needs Triton), fused_bias (also the linear map's bias, added in "
+                   "that kernel instead of the product)", choices=LAYER_NORM_SILU)
+    gradients_by_copy: bool = setting(
+        False, "backward returns each optimizer group's gradients and one multi-tensor copy writes them into the "
+               "gradient buffers (no zeroing and no accumulate per parameter)")
+    packed_replay: bool = setting(
+        False, "the replay ring keeps the seven sampled fields side by side in one tensor: a minibatch is one "
+               "gather instead of seven")
+    batchnorm_stats_kernel: bool = setting(
+        False, "flashsac on CUDA: the batch statistics of a BatchNorm whose input needs no gradient (each "
+               "network's input norm) by a two-stage Triton column reduction; needs Triton")
+    publish_after_actor: bool = setting(
+        False, "one device: the learner copies the actor's weights for the collector right after the iteration's "
+               "last actor step, inside the iteration, and announces them when that copy is done, without "
+               "waiting for the rest of the iteration (the sampled window is one iteration's ticks shorter)")
 
 
 @dataclass

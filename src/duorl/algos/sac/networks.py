@@ -8,7 +8,7 @@ host syncs and data-dependent Python branches, so it can be captured in a CUDA g
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -17,15 +17,62 @@ from torch import nn
 from duorl.algos.aligned_gemm import AlignedLinear, member_matmul
 from duorl.algos.sac.normalizer import RunningObsNormalizer
 from duorl.algos.tanh_gaussian import TanhGaussianPolicy
+from duorl.gpu.triton_support import import_kernels, interpreting
 
 
-def mlp_trunk(in_dim: int, hidden_dims: Sequence[int]) -> nn.Sequential:
+class NormSiLUStack(nn.Sequential):
+    """Linear -> LayerNorm -> SiLU blocks, then whatever layers follow them (the critic's head): an
+    nn.Sequential (the same modules and state_dict keys) whose blocks can run fused on CUDA.
+
+    `fuse(fold_bias)` (the learner's `algo.algo_params.layer_norm_silu`) makes each block's LayerNorm and
+    SiLU one Triton kernel forward and one backward (gpu/fused_norm.py); with `fold_bias` the linear map
+    runs without its bias and the kernel adds it. CPU tensors take the plain modules (unless Triton interprets: tests).
+    """
+
+    def __init__(self, *layers: nn.Module) -> None:
+        super().__init__(*layers)
+        self._layer_norm_silu: Callable[..., torch.Tensor] | None = None  # gpu/fused_norm.layer_norm_silu when fused
+        self.fold_bias = False
+
+    def fuse(self, fold_bias: bool) -> None:
+        # imports Triton: CUDA learners only
+        self._layer_norm_silu = import_kernels("fused_norm", "algo.algo_params.layer_norm_silu").layer_norm_silu
+        self.fold_bias = fold_bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self._layer_norm_silu is None or not (x.is_cuda or interpreting()):
+            return super().forward(x)
+        layers = list(self)
+        i = 0
+        while i < len(layers):
+            if i + 2 < len(layers) and isinstance(layers[i + 1], (nn.LayerNorm, EnsembleLayerNorm)) \
+                    and isinstance(layers[i + 2], nn.SiLU):
+                linear, norm = layers[i], layers[i + 1]
+                if self.fold_bias:
+                    x = self._layer_norm_silu(linear.unbiased(x), norm.weight, norm.bias, norm.eps, in_bias=linear.bias)
+                else:
+                    x = self._layer_norm_silu(linear(x), norm.weight, norm.bias, norm.eps)
+                i += 3
+            else:
+                x = layers[i](x)
+                i += 1
+        return x
+
+
+def mlp_trunk(in_dim: int, hidden_dims: Sequence[int]) -> NormSiLUStack:
     """Linear -> LayerNorm -> SiLU for each hidden width."""
     layers: list[nn.Module] = []
     for width in hidden_dims:
         layers += [AlignedLinear(in_dim, width), nn.LayerNorm(width), nn.SiLU()]
         in_dim = width
-    return nn.Sequential(*layers)
+    return NormSiLUStack(*layers)
+
+
+def fuse_layer_norm_silu(module: nn.Module, fold_bias: bool) -> None:
+    """Fuse every NormSiLUStack in `module` (algo.algo_params.layer_norm_silu = fused or fused_bias)."""
+    for m in module.modules():
+        if isinstance(m, NormSiLUStack):
+            m.fuse(fold_bias)
 
 
 class TanhGaussianActor(TanhGaussianPolicy, nn.Module):
@@ -79,6 +126,10 @@ class EnsembleLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return member_matmul(x, self.weight, self.bias)
+
+    def unbiased(self, x: torch.Tensor) -> torch.Tensor:
+        """The product without the bias (a fused norm after it adds the bias)."""
+        return member_matmul(x, self.weight)
 
 
 class EnsembleLayerNorm(nn.Module):
@@ -136,7 +187,7 @@ class CategoricalCriticEnsemble(CategoricalSupportMixin, nn.Module):
             layers += [EnsembleLinear(num_members, in_dim, width), EnsembleLayerNorm(num_members, width), nn.SiLU()]
             in_dim = width
         layers.append(EnsembleLinear(num_members, in_dim, num_atoms))
-        self.net = nn.Sequential(*layers)
+        self.net = NormSiLUStack(*layers)
         self._init_support(v_min, v_max, num_atoms)
 
     def forward(self, obs_critic: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
