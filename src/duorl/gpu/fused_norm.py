@@ -153,9 +153,9 @@ def _layer_norm_silu_backward_op(dy: torch.Tensor, x: torch.Tensor, in_bias: Opt
     layer_norm_silu_bwd_kernel[(g, partials)](
         dy, x, in_bias if has_in_bias else x, weight, bias, mean, rstd, dx, dw_part, db_part, dib_part, m, n, partials,
         STEPS=triton.cdiv(triton.cdiv(m, block_m), partials), HAS_IN_BIAS=has_in_bias, AFFINE_GRADS=affine_grads, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps)
-    empty = torch.empty((0,), dtype=torch.float32, device=x.device)
-    return (dx, dib_part.sum(1) if has_in_bias else empty,
-            dw_part.sum(1) if affine_grads else empty, db_part.sum(1) if affine_grads else empty)
+    # a gradient not asked for is an empty tensor (an op's outputs may not alias each other)
+    return (dx, dib_part.sum(1) if has_in_bias else dib_part, dw_part.sum(1) if affine_grads else dw_part,
+            db_part.sum(1) if affine_grads else db_part)
 
 
 @_layer_norm_silu_op.register_fake
