@@ -177,12 +177,8 @@ class AlgoParamsConfig:
         False, "the replay ring keeps the seven sampled fields side by side in one tensor: a minibatch is one "
                "gather instead of seven")
     batchnorm_stats_kernel: bool = setting(
-        False, "flashsac on CUDA: the batch statistics of a BatchNorm whose input needs no gradient (each "
-               "network's input norm) by a two-stage Triton column reduction; needs Triton")
-    publish_after_actor: bool = setting(
-        False, "one device: the learner copies the actor's weights for the collector right after the iteration's "
-               "last actor step, inside the iteration, and announces them when that copy is done, without "
-               "waiting for the rest of the iteration (the sampled window is one iteration's ticks shorter)")
+        False, "flashsac on CUDA: BatchNorm batch statistics that need no gradient (each network's input norm, "
+               "every norm of the target critic) by a two-stage Triton column reduction; needs Triton")
 
 
 @dataclass

@@ -339,7 +339,8 @@ def run_learner_arms(
     forward in even rounds, backward in odd ones), so that drift of the machine falls on every arm alike.
     On CUDA an iteration is a graph replay, on the CPU an eager iteration. Every arm's statistics and
     its median over the first arm's. `budget_s`: an arm whose set-up would likely end past the budget
-    (the longest set-up so far from now) is skipped, and reported as such."""
+    (the longest set-up so far from now) is skipped, and reported as such. `profile_iters` (CUDA): a
+    kernel profile of every arm but the first, while the budget lasts."""
     import torch
 
     t_start = time.perf_counter()
@@ -356,7 +357,7 @@ def run_learner_arms(
     longest = 0.0
     for arm, fx in zip(arms, fixtures):
         elapsed = time.perf_counter() - t_start
-        if budget_s is not None and elapsed + longest > budget_s:
+        if budget_s is not None and set_up and elapsed + longest > budget_s:  # the reference arm always runs
             skipped.append(arm.name)
             continue
         t0 = time.perf_counter()
@@ -383,7 +384,7 @@ def run_learner_arms(
             arm.ms += total
             arm.host_ms += host
     if profile_iters and cuda:
-        for arm in set_up:
+        for arm in set_up[1:]:  # the reference arm's kernels are in the earlier rounds' profiles
             if budget_s is not None and time.perf_counter() - t_start > budget_s:
                 break
             assert arm.step is not None
