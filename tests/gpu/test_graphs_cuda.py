@@ -128,7 +128,15 @@ def _assert_bitwise(eager, graphed, me, mg, where: str) -> None:
     ("sac", False), ("flashsac", False), ("warpsac", False), ("sac", True), ("flashsac", True),
 ])
 def test_graph_matches_eager_bitwise_over_replays(algo: str, compiled: bool) -> None:
-    cfg, eager, graphed, re, rg = _pair(algo, compiled)
+    graph = _replays_equal_eager(*_pair(algo, compiled))
+    # one capture, then replays only
+    assert graph.captures == 1 and graph.replays == ITERATIONS and graph.active
+    assert graph.state()["cycles"] == 1
+
+
+def _replays_equal_eager(cfg, eager, graphed, re, rg) -> WholeCycleGraph:
+    """ITERATIONS iterations of the graph beside its eager twin: every parameter moves each time and both
+    stay bitwise equal; the graph, for its counters."""
     graph = WholeCycleGraph(graphed, extra_generators=[rg.sampler.generator])
     n = cfg.updates_per_step
     for k in range(ITERATIONS):
@@ -141,9 +149,7 @@ def test_graph_matches_eager_bitwise_over_replays(algo: str, compiled: bool) -> 
         moved = [not torch.equal(a, b) for a, b in zip(before, _params(graphed))]
         assert all(moved), f"iteration {k}: {moved.count(False)} parameter tensors did not change"
         _assert_bitwise(eager, graphed, me, mg, f"iteration {k}")
-    # one capture, then replays only
-    assert graph.captures == 1 and graph.replays == ITERATIONS and graph.active
-    assert graph.state()["cycles"] == 1
+    return graph
 
 
 # issue #41's switches, each learner's all on (benchmarks/2026-12-02_learner_round6_h200/)
@@ -161,23 +167,12 @@ def test_speed_levers_graph_matches_eager_bitwise(algo: str, compiled: bool, lev
     """The new kernels and paths inside the whole-cycle graph: replays equal eager iterations bitwise
     (deterministic kernels, no atomics), and the Triton kernels are among what the iteration launches."""
     cfg, eager, graphed, re, rg = _pair(algo, compiled, levers)
-    graph = WholeCycleGraph(graphed, extra_generators=[rg.sampler.generator])
-    n = cfg.updates_per_step
-    for k in range(ITERATIONS):
-        re.feed(eager, k)
-        rg.feed(graphed, k)
-        before = _params(graphed)
-        mg = graph.train_iteration(rg.sampler.sample, n)
-        me = eager.train_iteration(re.sampler.sample, n)
-        torch.cuda.synchronize()
-        moved = [not torch.equal(a, b) for a, b in zip(before, _params(graphed))]
-        assert all(moved), f"iteration {k}: {moved.count(False)} parameter tensors did not change"
-        _assert_bitwise(eager, graphed, me, mg, f"iteration {k}")
+    graph = _replays_equal_eager(cfg, eager, graphed, re, rg)
     assert graph.captures == 1 and graph.replays == ITERATIONS
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        eager.train_iteration(re.sampler.sample, n)
+        eager.train_iteration(re.sampler.sample, cfg.updates_per_step)
         torch.cuda.synchronize()
     names = {e.name for e in prof.events()}
     wanted = "layer_norm_silu_bwd_kernel" if algo == "sac" else "batch_norm_stats_partial_kernel"

@@ -179,6 +179,28 @@ def learner_fixture(algo: str, task: str | None = None, overrides: list[str] | N
     return LearnerFixture(cfg, spec, dev, ring, ticks, setup, synchronizers, group)
 
 
+def _header(fx: LearnerFixture, algo: str, task: str | None, command: str | None) -> dict[str, Any]:
+    """What every `bench learner` result says first: the command, the machine and the learner's shape."""
+    import torch
+
+    dev = fx.device
+    return {
+        "command": command,
+        "date": _dt.datetime.now().isoformat(timespec="seconds"),
+        "device": str(dev),
+        "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "algo": algo,
+        "task": task or "g1_walk_dims",
+        "spec": {k: getattr(fx.spec, k) for k in ("actor_obs_dim", "critic_obs_dim", "action_dim")},
+        "num_envs": fx.cfg.training.num_envs,
+        "replay_ticks": fx.ticks,
+        "batch_size": fx.cfg.algo.batch_size,
+        "updates_per_step": fx.num_updates,
+    }
+
+
 def run_learner_bench(
     algo: str,
     task: str | None = None,
@@ -203,8 +225,8 @@ def run_learner_bench(
     import torch
 
     fx = learner_fixture(algo, task, overrides, device, replay_ticks, seed, data_parallel, synchronizer)
-    cfg, spec, dev, a, setup, sync = fx.cfg, fx.spec, fx.device, fx.cfg.algo, fx.setup, fx.sync
-    n_envs, ticks, group, synchronizers = cfg.training.num_envs, fx.ticks, fx.group, fx.synchronizers
+    cfg, dev, a, setup, sync = fx.cfg, fx.device, fx.cfg.algo, fx.setup, fx.sync
+    group, synchronizers = fx.group, fx.synchronizers
     from duorl.runtime.replay import AgeBias
 
     n = fx.num_updates
@@ -242,19 +264,7 @@ def run_learner_bench(
         profiles["eager"] = profile_kernels(lambda: learner.train_iteration(sampler.sample, n), profile_iters, sync)
 
     result: dict[str, Any] = {
-        "command": command,
-        "date": _dt.datetime.now().isoformat(timespec="seconds"),
-        "device": str(dev),
-        "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "algo": algo,
-        "task": task or "g1_walk_dims",
-        "spec": {k: getattr(spec, k) for k in ("actor_obs_dim", "critic_obs_dim", "action_dim")},
-        "num_envs": n_envs,
-        "replay_ticks": ticks,
-        "batch_size": a.batch_size,
-        "updates_per_step": n,
+        **_header(fx, algo, task, command),
         "policy_frequency": a.policy_frequency,
         "use_autocast": bool(a.use_autocast and dev.type == "cuda"),
         "replay_sampling": "age_biased" if AgeBias.of(a) is not None else "uniform",
@@ -390,21 +400,8 @@ def run_learner_arms(
             assert arm.step is not None
             arm.profile = _summary_or_reason(profile_kernels(arm.step, profile_iters, fx0.sync), 0.0)
     first = statistics.median(set_up[0].ms) if set_up and set_up[0].ms else None
-    a = fx0.cfg.algo
     result: dict[str, Any] = {
-        "command": command,
-        "date": _dt.datetime.now().isoformat(timespec="seconds"),
-        "device": str(fx0.device),
-        "gpu": torch.cuda.get_device_name(fx0.device) if cuda else None,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "algo": algo,
-        "task": task or "g1_walk_dims",
-        "spec": {k: getattr(fx0.spec, k) for k in ("actor_obs_dim", "critic_obs_dim", "action_dim")},
-        "num_envs": fx0.cfg.training.num_envs,
-        "replay_ticks": fx0.ticks,
-        "batch_size": a.batch_size,
-        "updates_per_step": n,
+        **_header(fx0, algo, task, command),
         "path": "graph replay" if cuda else "eager",
         "rounds": iters,
         "order": "ABBA: forward in even rounds, backward in odd rounds",
