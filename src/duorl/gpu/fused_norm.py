@@ -123,7 +123,10 @@ def layer_norm_silu_bwd_kernel(DY, X, IN_BIAS, W, B, MEAN, RSTD, DX, DW_PART, DB
 @torch.library.custom_op("duorl::layer_norm_silu", mutates_args=())
 def _layer_norm_silu_op(x: torch.Tensor, in_bias: Optional[torch.Tensor], weight: torch.Tensor, bias: torch.Tensor,
                         eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(y, mean, rstd) for contiguous x [G, M, N] and parameters [G, N]."""
+    """(y, mean, rstd) for x [G, M, N] and parameters [G, N]."""
+    # contiguous already when called through layer_norm_silu (no copy then); a compiler may pass others
+    x, weight, bias = x.contiguous(), weight.contiguous(), bias.contiguous()
+    in_bias = in_bias.contiguous() if in_bias is not None else None
     g, m, n = x.shape
     y = torch.empty_like(x)
     mean = torch.empty((g, m), dtype=torch.float32, device=x.device)
@@ -141,6 +144,8 @@ def _layer_norm_silu_backward_op(dy: torch.Tensor, x: torch.Tensor, in_bias: Opt
                                  bias: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
                                  affine_grads: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dx, d in_bias, d weight, d bias); the last three are [G, N] float32, empty when not asked for."""
+    dy, x, weight, bias, mean, rstd = (t.contiguous() for t in (dy, x, weight, bias, mean, rstd))
+    in_bias = in_bias.contiguous() if in_bias is not None else None
     g, m, n = x.shape
     block_m, block_n, warps = _blocks(n)
     partials = min(triton.cdiv(m, block_m), _MAX_PARTIALS)
@@ -187,7 +192,7 @@ def _backward(ctx: Any, dy: torch.Tensor, _dmean: Any, _drstd: Any) -> tuple:
     x, in_bias, weight, bias, mean, rstd = ctx.saved_tensors
     _, needs_in_bias, needs_weight, needs_bias, _ = ctx.needs_input_grad
     affine = bool(needs_weight or needs_bias)
-    dx, dib, dw, db = _layer_norm_silu_backward_op(dy.contiguous(), x, in_bias, weight, bias, mean, rstd, affine)
+    dx, dib, dw, db = _layer_norm_silu_backward_op(dy, x, in_bias, weight, bias, mean, rstd, affine)
     return (dx, dib.to(in_bias.dtype) if needs_in_bias else None, dw.to(weight.dtype) if needs_weight else None,
             db.to(bias.dtype) if needs_bias else None, None)
 
