@@ -11,7 +11,7 @@ output, benchmarks/2026-12-01_learner_ab_h200/).
 Why a kernel of our own (benchmarks/2026-12-01_learner_ab_h200/sac_sym_new.json): torch.compile's
 backward of these blocks recomputes the statistics and loops over each row several times (the
 [2, 16384, 768] layer: 112 us, about 1.3 TB/s), and reduces the affine gradients over the rows in a
-second kernel that reads the input again (63 us). Here a row fits in registers (N <= 8192): the forward
+second kernel that reads the input again (63 us). Here a row fits in registers (N <= 4096): the forward
 reads x once and writes y (bf16 under autocast) plus each row's mean and 1/std; the backward reads x and
 dy once, writes dx, and keeps the affine gradients as per-program partial sums, added up afterwards in
 a fixed order (no atomics: graph and eager runs stay bitwise equal).
@@ -32,17 +32,23 @@ import triton
 import triton.language as tl
 
 # at most this many programs per member share one member's affine-gradient reduction (each loops over
-# its share of the rows); their partial sums are added up by one small torch.sum
-_MAX_PARTIALS = 256
-MAX_FEATURES = 8192  # a row must fit one program's registers
+# its share of the rows); their partial sums are added up by one small torch.sum. 512: the critic's two
+# members make 1024 programs, several waves of the 2-3 backward programs an H200 SM holds
+_MAX_PARTIALS = 512
+MAX_FEATURES = 4096  # a row must fit one program's registers
 
 
-def _blocks(n: int) -> tuple[int, int, int]:
-    """(BLOCK_M rows, BLOCK_N >= n features, num_warps) of a program: about 4096 elements a tile."""
+def _blocks(n: int, tile: int) -> tuple[int, int, int]:
+    """(BLOCK_M rows, BLOCK_N >= n features, num_warps) of a program whose tile holds about `tile`
+    elements over 256 threads."""
     block_n = triton.next_power_of_2(n)
-    block_m = max(1, min(64, 4096 // block_n))
-    num_warps = 4 if block_n <= 512 else 8
-    return block_m, block_n, num_warps
+    return max(1, min(64, tile // block_n)), block_n, 8
+
+
+# tiles of 2048 elements: ptxas for sm_90a gives the forward 48-64 registers a thread (four programs an
+# SM), the backward 80-107 (two); tiles of 4096 took 80-146 and 155-200, one backward program an SM
+# (benchmarks/2026-12-02_learner_round6_h200/fused_kernels_ptxas.txt)
+_FORWARD_TILE, _BACKWARD_TILE = 2048, 2048
 
 
 @triton.jit
@@ -131,7 +137,7 @@ def _layer_norm_silu_op(x: torch.Tensor, in_bias: Optional[torch.Tensor], weight
     y = torch.empty_like(x)
     mean = torch.empty((g, m), dtype=torch.float32, device=x.device)
     rstd = torch.empty((g, m), dtype=torch.float32, device=x.device)
-    block_m, block_n, warps = _blocks(n)
+    block_m, block_n, warps = _blocks(n, _FORWARD_TILE)
     has_in_bias = in_bias is not None
     layer_norm_silu_fwd_kernel[(g, triton.cdiv(m, block_m))](
         x, in_bias if has_in_bias else x, weight, bias, y, mean, rstd, m, n, eps,
@@ -147,7 +153,7 @@ def _layer_norm_silu_backward_op(dy: torch.Tensor, x: torch.Tensor, in_bias: Opt
     dy, x, weight, bias, mean, rstd = (t.contiguous() for t in (dy, x, weight, bias, mean, rstd))
     in_bias = in_bias.contiguous() if in_bias is not None else None
     g, m, n = x.shape
-    block_m, block_n, warps = _blocks(n)
+    block_m, block_n, warps = _blocks(n, _BACKWARD_TILE)
     partials = min(triton.cdiv(m, block_m), _MAX_PARTIALS)
     dx = torch.empty_like(x)
     has_in_bias = in_bias is not None
