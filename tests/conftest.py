@@ -4,6 +4,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+# duorl's Triton kernels (gpu/fused_norm.py, gpu/column_stats.py) run on the CPU through Triton's
+# interpreter, which Triton reads when it is first imported (torch may import it early): without a GPU
+# the tests turn it on before anything can import Triton (tests/gpu/triton_util.py)
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # a tiny, fast configuration of the real duo (spawned collector, mujoco backend, SAC learner)
 TINY = [

@@ -8,12 +8,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from duorl.algos.sac.networks import (
-    CategoricalCriticEnsemble,
-    TanhGaussianActor,
-    tanh_gaussian_log_prob,
-)
+from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
 from duorl.algos.sac.normalizer import RunningObsNormalizer
+from duorl.algos.tanh_gaussian import tanh_gaussian_log_prob
 
 
 def _actor(normalize: bool = True, seed: int = 0) -> TanhGaussianActor:

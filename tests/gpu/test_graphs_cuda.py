@@ -54,9 +54,9 @@ CONFIGS["warpsac"] = replace(CONFIGS["flashsac"], name="warpsac", decay_step=20,
 class Replay:
     """A ring filled tick by tick like the collector does, and the runtime's sampler over it."""
 
-    def __init__(self, device: torch.device, age_bias: AgeBias | None) -> None:
+    def __init__(self, device: torch.device, age_bias: AgeBias | None, packed: bool = False) -> None:
         self.ring = ReplayRing.allocate(
-            ReplayLayout(N_ENVS, TICKS, SPEC.actor_obs_dim, SPEC.critic_obs_dim, SPEC.action_dim), device
+            ReplayLayout(N_ENVS, TICKS, SPEC.actor_obs_dim, SPEC.critic_obs_dim, SPEC.action_dim), device, packed=packed
         )
         g = torch.Generator(device=device).manual_seed(0)
         for tick in range(TICKS):
@@ -78,9 +78,10 @@ class Replay:
             learner.observe_rewards(*self.ring.ticks_rewards(hi - 4, hi))
 
 
-def _pair(algo: str, compiled: bool = False, **overrides):
+def _pair(algo: str, compiled: bool = False, levers: dict | None = None, **overrides):
     device = torch.device("cuda")
-    cfg = replace(CONFIGS[algo], algo_params=AlgoParamsConfig(torch_compile=compiled), **overrides)
+    cfg = replace(CONFIGS[algo], algo_params=AlgoParamsConfig(torch_compile=compiled, **(levers or {})), **overrides)
+    packed = cfg.algo_params.packed_replay
     bias = AgeBias(cfg.decay_step, cfg.replay_min_weight, cfg.replay_num_buckets) if cfg.decay_step > 0 else None
     eager, graphed = make_learner(cfg, SPEC, device, 0), make_learner(cfg, SPEC, device, 0)
     assert eager.compiled == graphed.compiled == compiled
@@ -88,7 +89,7 @@ def _pair(algo: str, compiled: bool = False, **overrides):
     # tests/gpu/test_graphs.py); do the same for the eager twin so both hold the same state keys from the start
     for opt in eager.graph_optimizers():
         materialize_optimizer_state(opt)
-    return cfg, eager, graphed, Replay(device, bias), Replay(device, bias)
+    return cfg, eager, graphed, Replay(device, bias, packed), Replay(device, bias, packed)
 
 
 def _state(learner) -> dict[str, torch.Tensor]:
@@ -127,7 +128,15 @@ def _assert_bitwise(eager, graphed, me, mg, where: str) -> None:
     ("sac", False), ("flashsac", False), ("warpsac", False), ("sac", True), ("flashsac", True),
 ])
 def test_graph_matches_eager_bitwise_over_replays(algo: str, compiled: bool) -> None:
-    cfg, eager, graphed, re, rg = _pair(algo, compiled)
+    graph = _replays_equal_eager(*_pair(algo, compiled))
+    # one capture, then replays only
+    assert graph.captures == 1 and graph.replays == ITERATIONS and graph.active
+    assert graph.state()["cycles"] == 1
+
+
+def _replays_equal_eager(cfg, eager, graphed, re, rg) -> WholeCycleGraph:
+    """ITERATIONS iterations of the graph beside its eager twin: every parameter moves each time and both
+    stay bitwise equal; the graph, for its counters."""
     graph = WholeCycleGraph(graphed, extra_generators=[rg.sampler.generator])
     n = cfg.updates_per_step
     for k in range(ITERATIONS):
@@ -140,9 +149,34 @@ def test_graph_matches_eager_bitwise_over_replays(algo: str, compiled: bool) -> 
         moved = [not torch.equal(a, b) for a, b in zip(before, _params(graphed))]
         assert all(moved), f"iteration {k}: {moved.count(False)} parameter tensors did not change"
         _assert_bitwise(eager, graphed, me, mg, f"iteration {k}")
-    # one capture, then replays only
-    assert graph.captures == 1 and graph.replays == ITERATIONS and graph.active
-    assert graph.state()["cycles"] == 1
+    return graph
+
+
+# issue #41's switches, each learner's all on (benchmarks/2026-12-02_learner_round6_h200/)
+LEVERS = {
+    "sac": {"layer_norm_silu": "fused_bias", "gradients_by_copy": True, "packed_replay": True},
+    "flashsac": {"batchnorm_stats_kernel": True, "gradients_by_copy": True, "packed_replay": True},
+}
+
+
+@pytest.mark.parametrize(("algo", "compiled", "levers"), [
+    ("sac", True, LEVERS["sac"]), ("sac", False, {"layer_norm_silu": "fused"}), ("sac", True, {"layer_norm_silu": "fused"}),
+    ("flashsac", True, LEVERS["flashsac"]), ("flashsac", False, LEVERS["flashsac"]),
+])
+def test_speed_levers_graph_matches_eager_bitwise(algo: str, compiled: bool, levers: dict) -> None:
+    """The new kernels and paths inside the whole-cycle graph: replays equal eager iterations bitwise
+    (deterministic kernels, no atomics), and the Triton kernels are among what the iteration launches."""
+    cfg, eager, graphed, re, rg = _pair(algo, compiled, levers)
+    graph = _replays_equal_eager(cfg, eager, graphed, re, rg)
+    assert graph.captures == 1 and graph.replays == ITERATIONS
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        eager.train_iteration(re.sampler.sample, cfg.updates_per_step)
+        torch.cuda.synchronize()
+    names = {e.name for e in prof.events()}
+    wanted = "layer_norm_silu_bwd_kernel" if algo == "sac" else "batch_norm_stats_partial_kernel"
+    assert any(wanted in name for name in names), sorted(names)[:20]
 
 
 @pytest.mark.parametrize(("algo", "compiled"), [("sac", True), ("flashsac", False)])

@@ -50,3 +50,28 @@ def test_window_check_flags_overwritten_rows():
     s.set_window(2, 6)  # rows of ticks 2..3 now hold ticks 10..11
     s.sample(200)
     assert s.violations > 0
+
+
+def test_packed_ring_samples_what_the_separate_fields_sample() -> None:
+    """algo.algo_params.packed_replay: the same writes, the same draws, the same batch (one gather)."""
+    layout = ReplayLayout(num_envs=5, capacity_ticks=8, actor_obs_dim=4, critic_obs_dim=3, action_dim=2)
+    rings = [ReplayRing.allocate(layout, torch.device("cpu"), packed=p) for p in (False, True)]
+    assert rings[0].packed is None and rings[1].packed is not None
+    assert rings[1].packed.shape == (8, 5, 2 * 4 + 2 * 3 + 2 + 2)
+    g = torch.Generator().manual_seed(0)
+    for t in range(11):
+        obs = {"actor": torch.randn(5, 4, generator=g), "critic": torch.randn(5, 3, generator=g)}
+        nxt = {"actor": torch.randn(5, 4, generator=g), "critic": torch.randn(5, 3, generator=g)}
+        act, rew, term = torch.randn(5, 2, generator=g), torch.randn(5, generator=g), (torch.rand(5, generator=g) < 0.3).float()
+        for ring in rings:
+            ring.write(t, obs, act, rew, nxt, term)
+    for key in rings[0].t:
+        assert torch.equal(rings[0].t[key], rings[1].t[key]), key
+    batches = []
+    for ring in rings:
+        sampler = ReplaySampler(ring, torch.Generator().manual_seed(3))
+        sampler.set_window(3, 11)
+        batches.append(sampler.sample(64))
+    for field in ("obs_actor", "obs_critic", "action", "reward", "next_obs_actor", "next_obs_critic", "terminated"):
+        a, b = getattr(batches[0], field), getattr(batches[1], field)
+        assert a.shape == b.shape and torch.equal(a, b), field

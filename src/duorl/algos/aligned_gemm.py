@@ -64,3 +64,7 @@ class AlignedLinear(nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias)
+
+    def unbiased(self, x: torch.Tensor) -> torch.Tensor:
+        """The product without the bias (a fused norm after it adds the bias)."""
+        return linear(x, self.weight)

@@ -1,5 +1,6 @@
-"""What the SAC-family learners (sac, flashsac/warpsac) share verbatim: the tanh-Gaussian squash, the
-optimizer reload that keeps device learning-rate tensors, and the small learner helpers below."""
+"""What the SAC-family learners (sac, flashsac/warpsac) share verbatim: the optimizer reload that keeps
+device learning-rate tensors, and the small learner helpers below (the tanh-Gaussian head and its
+squash: algos/tanh_gaussian.py)."""
 
 from __future__ import annotations
 
@@ -16,18 +17,12 @@ from duorl.algos.capture import CycleCaptureMixin
 from duorl.config.switches import compile_enabled
 from duorl.gpu import torch_internals
 from duorl.gpu.compiling import maybe_compile
-from duorl.algos.sac.networks import tanh_gaussian_log_prob
 from duorl.algos.sac.normalizer import RunningObsNormalizer
+from duorl.algos.tanh_gaussian import squash
 from duorl.config.seeding import derive_seed
 
 # what an iteration reports from its latest actor update (and repeats when it made none)
 ACTOR_METRICS = ("Loss/actor", "Loss/alpha", "Policy/entropy")
-
-
-def squash(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reparameterised tanh-Gaussian sample and its log-density (the ops of the actors' forward)."""
-    pre_tanh = mean + torch.exp(log_std) * noise
-    return torch.tanh(pre_tanh), tanh_gaussian_log_prob(pre_tanh, mean, log_std)
 
 
 def step_unless_invalid(optimizer: torch.optim.Optimizer, verdict: torch.Tensor | None) -> None:
@@ -233,12 +228,19 @@ class SACFamilyLearner(CycleCaptureMixin, Learner):
         """Backward, the synchronizer, clip and step of one optimizer group; returns the verdict."""
         if self.loss_poison is not None:
             loss = loss + self.loss_poison[self._update_index]
-        optimizer.zero_grad(set_to_none=False)
-        loss.backward()
+        params = self.sync_groups[group]
+        if self.cfg.algo_params.gradients_by_copy:
+            # one multi-tensor copy into the gradient buffers instead of zeroing them and accumulating into
+            # them parameter by parameter (a kernel each); unused parameters get zeros
+            grads = torch.autograd.grad(loss, params, allow_unused=True, materialize_grads=True)
+            torch_internals.foreach_copy_([p.grad for p in params], grads)
+        else:
+            optimizer.zero_grad(set_to_none=False)
+            loss.backward()
         verdict = self.grad_sync.synchronize(group, loss)
         if clip and self.cfg.max_grad_norm > 0:
             # clip_grad_norm_ scales by a device tensor: no host sync
-            nn.utils.clip_grad_norm_(self.sync_groups[group], self.cfg.max_grad_norm)
+            nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm)
         step_unless_invalid(optimizer, verdict)
         return verdict
 

@@ -22,6 +22,7 @@ ALGOS = ("sac", "flashsac", "warpsac")
 SIMS = ("mujoco", "mjwarp")
 WIRE_DTYPES = ("float32", "bfloat16")  # training.dp_gradient_wire_dtype (distributed/grad_sync.py maps them)
 WANDB_MODES = ("online", "offline")  # training.wandb_mode
+LAYER_NORM_SILU = ("compile", "fused", "fused_bias")  # algo.algo_params.layer_norm_silu (algos/sac/networks.py)
 DEVICES_ALLOWED = "null, [cpu], [N] (a CUDA ordinal), [cuda:N], [GPU-<uuid>] or [MIG-<id>]"
 
 # Setting.resume: a resumed run may change where and how long it runs, how it reports, and test hooks;
@@ -159,6 +160,24 @@ class AlgoParamsConfig:
     torch_compile: Optional[bool] = setting(
         None, "torch.compile the learner's networks (CUDA only; the first iteration compiles): null = on with "
               "CUDA, false = off")
+    # the learner-speed levers of issue #41 (benchmarks/2026-12-02_learner_round6_h200/): off until measured.
+    # They change how the same update is computed (kernels, rounding, memory layout), not what is learned,
+    # so a resumed run may switch them (and a checkpoint from before they existed resumes)
+    layer_norm_silu: str = setting(
+        "compile", "sac on CUDA: how each Linear -> LayerNorm -> SiLU block normalises: compile (torch.compile's "
+                   "kernels), fused (LayerNorm + SiLU as one Triton kernel forward and one backward, bf16 "
+                   "activations under autocast; needs Triton), fused_bias (also the linear map's bias, added in "
+                   "that kernel instead of the product)", choices=LAYER_NORM_SILU, resume=MAY_DIFFER)
+    gradients_by_copy: bool = setting(
+        False, "backward returns each optimizer group's gradients and one multi-tensor copy writes them into the "
+               "gradient buffers (no zeroing and no accumulate per parameter)", resume=MAY_DIFFER)
+    packed_replay: bool = setting(
+        False, "the replay ring keeps the seven sampled fields side by side in one tensor: a minibatch is one "
+               "gather instead of seven", resume=MAY_DIFFER)
+    batchnorm_stats_kernel: bool = setting(
+        False, "flashsac on CUDA: BatchNorm batch statistics that need no gradient (each network's input norm, "
+               "every norm of the target critic) by a two-stage Triton column reduction; needs Triton",
+        resume=MAY_DIFFER)
 
 
 @dataclass

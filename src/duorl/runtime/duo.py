@@ -215,7 +215,7 @@ class Duo:
     def _allocate_buffers(self) -> None:
         s, spec = self.s, self.spec
         self.layout = ReplayLayout(s.num_envs, s.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
-        self.ring = ReplayRing.allocate(self.layout, self.device)
+        self.ring = ReplayRing.allocate(self.layout, self.device, packed=s.config.algo.algo_params.packed_replay)
         self.board = WeightBoard.allocate(self.learner.actor, self.device)
         self.control = ControlBlock.allocate()
         self._beat = Heartbeat(self.control, "learner", s.stall)

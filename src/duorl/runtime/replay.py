@@ -14,6 +14,7 @@ because iteration k+1 needs weights that learner iteration k publishes only afte
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -72,36 +73,58 @@ def readable_window(iteration: int, env_steps_per_sync: int, capacity_ticks: int
     return lo, hi
 
 
-class ReplayRing:
-    """Fixed-size transition storage shared between the learner (reads) and the collector (writes)."""
+def _field_widths(layout: ReplayLayout) -> dict[str, int]:
+    """Floats per transition of each sampled field (0: a scalar per transition)."""
+    return {"obs_actor": layout.actor_obs_dim, "obs_critic": layout.critic_obs_dim, "action": layout.action_dim,
+            "reward": 0, "next_obs_actor": layout.actor_obs_dim, "next_obs_critic": layout.critic_obs_dim,
+            "terminated": 0}
 
-    def __init__(self, tensors: dict[str, torch.Tensor], layout: ReplayLayout) -> None:
+
+class ReplayRing:
+    """Fixed-size transition storage shared between the learner (reads) and the collector (writes).
+
+    `t` maps each field to a [capacity_ticks, num_envs, ...] tensor. Packed (algo.algo_params.packed_replay),
+    the seven sampled fields are views side by side in one [capacity_ticks, num_envs, F] tensor, `packed`,
+    so that a minibatch is one gather of whole rows instead of one per field; `columns` says where each
+    field sits in such a row. The collector writes through the views either way.
+    """
+
+    def __init__(self, tensors: dict[str, torch.Tensor], layout: ReplayLayout, packed: torch.Tensor | None = None) -> None:
         self.layout = layout
         self.t = tensors
         self.capacity = layout.capacity_ticks
+        self.packed = packed
+        self.columns: dict[str, slice | int] = {}
+        offset = 0
+        for key, width in _field_widths(layout).items():
+            self.columns[key] = slice(offset, offset + width) if width else offset
+            offset += max(width, 1)
+        self.row_width = offset
 
     @classmethod
-    def allocate(cls, layout: ReplayLayout, device: torch.device) -> "ReplayRing":
+    def allocate(cls, layout: ReplayLayout, device: torch.device, packed: bool = False) -> "ReplayRing":
         c, n = layout.capacity_ticks, layout.num_envs
-        dims = {
-            "obs_actor": (layout.actor_obs_dim,),
-            "obs_critic": (layout.critic_obs_dim,),
-            "action": (layout.action_dim,),
-            "reward": (),
-            "next_obs_actor": (layout.actor_obs_dim,),
-            "next_obs_critic": (layout.critic_obs_dim,),
-            "terminated": (),
-        }
+        widths = _field_widths(layout)
+        store = None
+        if packed:
+            store = torch.zeros((c, n, sum(max(w, 1) for w in widths.values())), dtype=torch.float32, device=device)
+        tensors: dict[str, torch.Tensor] = {}
+        offset = 0
+        for key, width in widths.items():
+            if store is None:
+                tensors[key] = torch.zeros((c, n, width) if width else (c, n), dtype=torch.float32, device=device)
+            else:
+                tensors[key] = store[:, :, offset:offset + width] if width else store[:, :, offset]
+            offset += max(width, 1)
         # truncated: time-limit ends, which the learner needs only to follow returns per env (rewards
         # scaled by the discounted return); the critic target uses `terminated` alone
-        dims["truncated"] = ()
-        tensors = {k: torch.zeros((c, n, *d), dtype=torch.float32, device=device) for k, d in dims.items()}
+        tensors["truncated"] = torch.zeros((c, n), dtype=torch.float32, device=device)
         # the tick each row holds (-1 = never written): lets tests prove which ticks were sampled
         tensors["tick"] = torch.full((c,), -1, dtype=torch.int64, device=device)
         if device.type == "cpu":
             for v in tensors.values():
-                v.share_memory_()
-        return cls(tensors, layout)
+                v.share_memory_()  # a packed field's view shares the whole store (once)
+        return cls(tensors, layout, store)
 
     def write(
         self,
@@ -185,15 +208,10 @@ class ReplaySampler:
         t = self.ring.t
         if self.check_window:
             self._check(row, lo, hi)
-        return Batch(
-            obs_actor=t["obs_actor"][row, env],
-            obs_critic=t["obs_critic"][row, env],
-            action=t["action"][row, env],
-            reward=t["reward"][row, env],
-            next_obs_actor=t["next_obs_actor"][row, env],
-            next_obs_critic=t["next_obs_critic"][row, env],
-            terminated=t["terminated"][row, env],
-        )
+        if self.ring.packed is not None:
+            rows = self.ring.packed[row, env]  # [B, F]: one gather, the fields are views of it
+            return Batch(**{key: rows[:, col] for key, col in self.ring.columns.items()})
+        return Batch(**{key: t[key][row, env] for key in FIELDS})
 
     def bucket_weights(self, lo: torch.Tensor, hi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(first tick, tick count, sampling mass) per bucket of the window [lo, hi), float64 mass.

@@ -50,3 +50,34 @@ def test_bench_learner_rejects_bad_settings(capsys: pytest.CaptureFixture[str]) 
     assert "algo.replay_min_weight" in capsys.readouterr().err
     assert main(["bench", "learner", "algo.no_such_key=1"]) == 2
     assert main(["bench", "learner", "--iters", "0"]) == 2
+
+
+def test_bench_learner_arms_interleave_in_one_process(tmp_path) -> None:
+    """--arm: every arm built in one process, timed in interleaved rounds, as ratios to the first."""
+    out = tmp_path / "arms.json"
+    argv = ["bench", "learner", "--algo", "flashsac", "--iters", "3", "--warmup", "1", "--replay-ticks", "8",
+            "--out", str(out), *SMALL, "--arm", "before:",
+            "--arm", "moved:algo.algo_params.gradients_by_copy=true,algo.algo_params.packed_replay=true"]
+    assert main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["path"] == "eager" and result["rounds"] == 3 and result["arms_skipped"] == []
+    before, moved = result["arms"]
+    assert (before["name"], before["overrides"], before["median_ratio_to_first"]) == ("before", [], 1.0)
+    assert moved["overrides"] == ["algo.algo_params.gradients_by_copy=true", "algo.algo_params.packed_replay=true"]
+    assert len(before["ms"]) == len(moved["ms"]) == 3 and moved["median_ratio_to_first"] > 0
+    assert moved["setup_s"] >= 0 and moved["ms_per_iteration"]["min"] > 0
+
+
+def test_bench_learner_arms_budget_and_errors(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "arms.json"
+    argv = ["bench", "learner", "--algo", "flashsac", "--iters", "1", "--warmup", "0", "--replay-ticks", "8",
+            "--out", str(out), *SMALL, "--arm", "before:", "--arm", "late:algo.algo_params.packed_replay=true",
+            "--budget-s", "0"]
+    assert main(argv) == 0
+    result = json.loads(out.read_text())
+    assert [a["name"] for a in result["arms"]] == ["before"] and result["arms_skipped"] == ["late"]
+    capsys.readouterr()
+    assert main(["bench", "learner", "--arm", "no colon"]) == 2
+    assert "--arm" in capsys.readouterr().err
+    assert main(["bench", "learner", "--arm", "a:", "--arm", "a:"]) == 2
+    assert main(["bench", "learner", "--arm", "a:algo.no_such_key=1"]) == 2

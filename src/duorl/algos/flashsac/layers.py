@@ -16,12 +16,14 @@ Everything is in place and free of host syncs, so it runs inside a captured CUDA
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from duorl.algos import aligned_gemm
+from duorl.gpu.triton_support import import_kernels, interpreting
 
 
 def _shape(members: int | None, *dims: int) -> tuple[int, ...]:
@@ -80,19 +82,29 @@ class UnitBatchNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(_shape(members, dim)))
         self.register_buffer("running_mean", torch.zeros(_shape(members, dim)))
         self.register_buffer("running_var", torch.ones(_shape(members, dim)))
+        # gpu/column_stats.column_mean_var once use_stats_kernel() is called
+        self._column_mean_var: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None
+
+    def use_stats_kernel(self) -> None:
+        """Batch statistics by gpu/column_stats.py's Triton reduction where no gradient flows through them
+        (algo.algo_params.batchnorm_stats_kernel); imports Triton."""
+        self._column_mean_var = import_kernels("column_stats", "algo.algo_params.batchnorm_stats_kernel").column_mean_var
 
     def forward(self, x: torch.Tensor, training: bool) -> torch.Tensor:
         x = x.float()
-        if training:
-            # mean, then the mean squared deviation: ~9x faster on the CPU than var_mean over dim -2
-            mean = x.mean(-2, keepdim=True)
-            var = (x - mean).square().mean(-2, keepdim=True)
+        if not training:
+            mean, var = self.running_mean.unsqueeze(-2), self.running_var.unsqueeze(-2)
+        else:
+            if self._column_mean_var is not None and not x.requires_grad and (x.is_cuda or interpreting()):
+                mean, var = self._column_mean_var(x)
+            else:
+                # mean, then the mean squared deviation: ~9x faster on the CPU than var_mean over dim -2
+                mean = x.mean(-2, keepdim=True)
+                var = (x - mean).square().mean(-2, keepdim=True)
             with torch.no_grad():
                 b = x.shape[-2]
                 self.running_mean.lerp_(mean.squeeze(-2), self.momentum)
                 self.running_var.lerp_(var.squeeze(-2) * (b / max(b - 1, 1)), self.momentum)
-        else:
-            mean, var = self.running_mean.unsqueeze(-2), self.running_var.unsqueeze(-2)
         y = (x - mean) * torch.rsqrt(var + self.eps)
         return torch.addcmul(self.bias.unsqueeze(-2), y, self.weight.unsqueeze(-2))
 
@@ -168,6 +180,14 @@ class Trunk(nn.Module):
 
 
 _PROJECTED = (UnitLinear, UnitBatchNorm, UnitRMSNorm)
+
+
+def use_batchnorm_stats_kernel(module: nn.Module) -> None:
+    """Every UnitBatchNorm of `module` computes batch statistics that need no gradient with the Triton
+    reduction (algo.algo_params.batchnorm_stats_kernel)."""
+    for m in module.modules():
+        if isinstance(m, UnitBatchNorm):
+            m.use_stats_kernel()
 
 
 def projected_layers(module: nn.Module) -> list[nn.Module]:

@@ -30,6 +30,8 @@ from torch import nn
 from duorl.algos.base import Batch, SampleFn
 from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner
 from duorl.gpu.compiling import maybe_compile
+from duorl.gpu.triton_support import kernels_run_on
+from duorl.algos.flashsac.layers import use_batchnorm_stats_kernel
 from duorl.algos.flashsac.networks import FlashSACActor, FlashSACCritic, target_entropy_from_std
 from duorl.algos.flashsac.reward_scale import ReturnScale
 from duorl.algos.flashsac.schedule import WarmupCosine
@@ -102,6 +104,10 @@ class FlashSACLearner(SACFamilyLearner):
     def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
         self._build_models(cfg, spec, device, seed, build_actor, build_critic)
         self.actor: FlashSACActor
+        if cfg.algo_params.batchnorm_stats_kernel and kernels_run_on(self.device):
+            # the learner's own kernels: the collector's actor (built apart) acts with running statistics
+            for module in (self.actor, self.critic, self.critic_target):
+                use_batchnorm_stats_kernel(module)
         self.reward_scale = ReturnScale(cfg.gamma, cfg.normalized_return_max).to(self.device)
         self.target_entropy = target_entropy_from_std(cfg.target_entropy_std, spec.action_dim)
 

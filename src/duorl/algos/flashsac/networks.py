@@ -12,17 +12,16 @@ import math
 import torch
 from torch import nn
 
-from duorl.algos.base import Policy
-
 from duorl.algos.flashsac.layers import Trunk, UnitLinear, project_unit_norm
 from duorl.algos.flashsac.noise import HeldNoise
-from duorl.algos.sac.networks import tanh_gaussian_log_prob
 from duorl.algos.sac.networks import CategoricalSupportMixin
 from duorl.algos.sac.normalizer import RunningObsNormalizer
+from duorl.algos.tanh_gaussian import TanhGaussianPolicy
 
 
-class FlashSACActor(nn.Module, Policy):
-    """pi(a|s) = tanh(N(mu(s), sigma(s))) on an inverted-residual trunk; actions in [-1, 1].
+class FlashSACActor(TanhGaussianPolicy, nn.Module):
+    """pi(a|s) = tanh(N(mu(s), sigma(s))) on an inverted-residual trunk; actions in [-1, 1] (the head:
+    algos/tanh_gaussian.py).
 
     Exploration (`explore`) holds its Gaussian noise for zeta-distributed numbers of steps per env.
     The held noise is collector-side state outside the state_dict (see noise.py).
@@ -56,37 +55,12 @@ class FlashSACActor(nn.Module, Policy):
         """(mean, log_std) of the pre-tanh Gaussian, float32."""
         x = self.obs_norm(obs_actor) if self.obs_norm is not None else obs_actor
         h = self.trunk(x, training)
-        mean = (self.mean_head(h).float() + self.mean_bias)
-        raw = torch.tanh(self.log_std_head(h).float() + self.log_std_bias)
-        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (raw + 1.0)
-        return mean, log_std
+        mean = self.mean_head(h).float() + self.mean_bias
+        return mean, self.log_std_from(self.log_std_head(h).float() + self.log_std_bias)
 
-    def forward(
-        self, obs_actor: torch.Tensor, generator: torch.Generator | None = None, training: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Reparameterised sample for the learner: (action, log_prob [B], tanh(mean))."""
-        mean, log_std = self.distribution_params(obs_actor, training)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-        pre_tanh = mean + torch.exp(log_std) * noise
-        return torch.tanh(pre_tanh), tanh_gaussian_log_prob(pre_tanh, mean, log_std), torch.tanh(mean)
-
-    @torch.no_grad()
-    def explore(self, obs_actor: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        """Stochastic action in [-1, 1] with held noise; deterministic given the generator's state."""
-        return self.explore_with_mean(obs_actor, generator)[0]
-
-    @torch.no_grad()
-    def explore_with_mean(self, obs_actor: torch.Tensor,
-                          generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(the stochastic action `explore` returns, the policy's own output tanh(mean) behind it)."""
-        mean, log_std = self.distribution_params(obs_actor, training=False)
-        noise = self.held_noise(mean.shape, mean.device, mean.dtype, generator)
-        return torch.tanh(mean + torch.exp(log_std) * noise), torch.tanh(mean)
-
-    @torch.no_grad()
-    def act(self, obs_actor: torch.Tensor) -> torch.Tensor:
-        mean, _ = self.distribution_params(obs_actor, training=False)
-        return torch.tanh(mean)
+    def exploration_noise(self, mean: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """Gaussian noise held for zeta-distributed numbers of steps per env (noise.py)."""
+        return self.held_noise(mean.shape, mean.device, mean.dtype, generator)
 
     # the collector's exact-resume snapshot (runtime/collector.py)
     def exploration_state(self) -> dict[str, torch.Tensor]:

@@ -20,6 +20,8 @@ from typing import Callable
 import torch
 from torch import nn
 
+from duorl.algos.running_moments import merge_moments_
+
 
 class ReturnScale(nn.Module):
     def __init__(self, gamma: float, g_max: float, eps: float = 1e-8) -> None:
@@ -48,17 +50,8 @@ class ReturnScale(nn.Module):
         for r, d in zip(reward, done):
             g = self.returns.mul_(self.gamma * (1.0 - d)).add_(r)
             torch.maximum(self.max_abs, g.abs().max(), out=self.max_abs)
-            self._merge(g)
-
-    def _merge(self, x: torch.Tensor) -> None:
-        n = x.numel()
-        batch_var, batch_mean = torch.var_mean(x, unbiased=False)
-        total = self.count + n
-        w = (n / total).to(self.mean.dtype)
-        delta = batch_mean - self.mean
-        self.mean.add_(delta * w)
-        self.var.mul_(1.0 - w).add_(batch_var * w).add_(delta.square() * (w * (1.0 - w)))
-        self.count.copy_(total)
+            batch_var, batch_mean = torch.var_mean(g, unbiased=False)
+            merge_moments_(self.mean, self.var, self.count, g.numel(), batch_mean, batch_var)
 
     def scale(self) -> torch.Tensor:
         """The divisor for rewards, a 0-d tensor (1 before any observation)."""

@@ -26,9 +26,11 @@ from torch import nn
 
 from duorl.algos.base import Batch, SampleFn
 from duorl.gpu.compiling import maybe_compile
-from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner, squash
+from duorl.gpu.triton_support import kernels_run_on
+from duorl.algos.sac_family import ACTOR_METRICS, SACFamilyLearner
 from duorl.algos.sac.categorical import categorical_projection, soft_target_atoms
-from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor
+from duorl.algos.sac.networks import CategoricalCriticEnsemble, TanhGaussianActor, fuse_layer_norm_silu
+from duorl.algos.tanh_gaussian import squash
 
 if TYPE_CHECKING:  # envs/ may grow heavy imports (warp, mujoco); only the type is needed here
     from duorl.config.schema import AlgoConfig
@@ -72,6 +74,10 @@ class SACLearner(SACFamilyLearner):
     def __init__(self, cfg: AlgoConfig, spec: EnvSpec, device: torch.device | str, seed: int) -> None:
         self._build_models(cfg, spec, device, seed, build_actor, build_critic)
         self.actor: TanhGaussianActor
+        if cfg.algo_params.layer_norm_silu != "compile" and kernels_run_on(self.device):
+            # the learner's own kernels: the collector's actor (built apart) keeps the plain modules
+            for module in (self.actor, self.critic, self.critic_target):
+                fuse_layer_norm_silu(module, fold_bias=cfg.algo_params.layer_norm_silu == "fused_bias")
         self.target_entropy = float(cfg.target_entropy_scale) * spec.action_dim
         self.spec_action_dim = spec.action_dim
         self.actor_optimizer = self._adamw(self._actor_params, cfg.actor_lr, cfg.weight_decay, ADAM_BETAS)

@@ -8,44 +8,75 @@ host syncs and data-dependent Python branches, so it can be captured in a CUDA g
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from duorl.algos.base import Policy
-
 from duorl.algos.aligned_gemm import AlignedLinear, member_matmul
 from duorl.algos.sac.normalizer import RunningObsNormalizer
+from duorl.algos.tanh_gaussian import TanhGaussianPolicy
+from duorl.gpu.triton_support import import_kernels, interpreting
 
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-_LOG_2 = math.log(2.0)
+
+class NormSiLUStack(nn.Sequential):
+    """Linear -> LayerNorm -> SiLU blocks, then whatever layers follow them (the critic's head): an
+    nn.Sequential (the same modules and state_dict keys) whose blocks can run fused on CUDA.
+
+    `fuse(fold_bias)` (the learner's `algo.algo_params.layer_norm_silu`) makes each block's LayerNorm and
+    SiLU one Triton kernel forward and one backward (gpu/fused_norm.py); with `fold_bias` the linear map
+    runs without its bias and the kernel adds it. CPU tensors take the plain modules (unless Triton interprets: tests).
+    """
+
+    def __init__(self, *layers: nn.Module) -> None:
+        super().__init__(*layers)
+        self._layer_norm_silu: Callable[..., torch.Tensor] | None = None  # gpu/fused_norm.layer_norm_silu when fused
+        self.fold_bias = False
+
+    def fuse(self, fold_bias: bool) -> None:
+        # imports Triton: CUDA learners only
+        self._layer_norm_silu = import_kernels("fused_norm", "algo.algo_params.layer_norm_silu").layer_norm_silu
+        self.fold_bias = fold_bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self._layer_norm_silu is None or not (x.is_cuda or interpreting()):
+            return super().forward(x)
+        layers = list(self)
+        i = 0
+        while i < len(layers):
+            if i + 2 < len(layers) and isinstance(layers[i + 1], (nn.LayerNorm, EnsembleLayerNorm)) \
+                    and isinstance(layers[i + 2], nn.SiLU):
+                linear, norm = layers[i], layers[i + 1]
+                if self.fold_bias:
+                    x = self._layer_norm_silu(linear.unbiased(x), norm.weight, norm.bias, norm.eps, in_bias=linear.bias)
+                else:
+                    x = self._layer_norm_silu(linear(x), norm.weight, norm.bias, norm.eps)
+                i += 3
+            else:
+                x = layers[i](x)
+                i += 1
+        return x
 
 
-def mlp_trunk(in_dim: int, hidden_dims: Sequence[int]) -> nn.Sequential:
+def mlp_trunk(in_dim: int, hidden_dims: Sequence[int]) -> NormSiLUStack:
     """Linear -> LayerNorm -> SiLU for each hidden width."""
     layers: list[nn.Module] = []
     for width in hidden_dims:
         layers += [AlignedLinear(in_dim, width), nn.LayerNorm(width), nn.SiLU()]
         in_dim = width
-    return nn.Sequential(*layers)
+    return NormSiLUStack(*layers)
 
 
-def tanh_gaussian_log_prob(pre_tanh: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
-    """log density of a = tanh(u), u ~ N(mean, exp(log_std)), summed over the last dim.
-
-    Uses log(1 - tanh(u)^2) = 2*(log 2 - u - softplus(-2u)), which stays finite where tanh saturates
-    (the naive form gives log(0) = -inf once |u| > ~9 in float32).
-    """
-    z = (pre_tanh - mean) * torch.exp(-log_std)
-    gaussian = -0.5 * z.square() - log_std - _HALF_LOG_2PI
-    log_det = 2.0 * (_LOG_2 - pre_tanh - F.softplus(-2.0 * pre_tanh))
-    return (gaussian - log_det).sum(-1)
+def fuse_layer_norm_silu(module: nn.Module, fold_bias: bool) -> None:
+    """Fuse every NormSiLUStack in `module` (algo.algo_params.layer_norm_silu = fused or fused_bias)."""
+    for m in module.modules():
+        if isinstance(m, NormSiLUStack):
+            m.fuse(fold_bias)
 
 
-class TanhGaussianActor(nn.Module, Policy):
-    """pi(a|s) = tanh(N(mu(s), sigma(s))), actions in [-1, 1].
+class TanhGaussianActor(TanhGaussianPolicy, nn.Module):
+    """pi(a|s) = tanh(N(mu(s), sigma(s))), actions in [-1, 1] (the head: algos/tanh_gaussian.py).
 
     Observations are raw; the optional running normaliser inside the module is applied first.
     """
@@ -73,44 +104,12 @@ class TanhGaussianActor(nn.Module, Policy):
         self.log_std_min = float(log_std_min)
         self.log_std_max = float(log_std_max)
 
-    def distribution_params(self, obs_actor: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mean, log_std) of the pre-tanh Gaussian, in float32 even under autocast."""
+    def distribution_params(self, obs_actor: torch.Tensor, training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean, log_std) of the pre-tanh Gaussian, in float32 even under autocast (LayerNorm has no
+        batch statistics: `training` changes nothing)."""
         x = self.obs_norm(obs_actor) if self.obs_norm is not None else obs_actor
         h = self.trunk(x)
-        mean = self.mean_head(h).float()
-        # tanh squash keeps the gradient alive at the bounds (a hard clamp would zero it)
-        raw = torch.tanh(self.log_std_head(h).float())
-        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (raw + 1.0)
-        return mean, log_std
-
-    def forward(
-        self, obs_actor: torch.Tensor, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Reparameterised sample for the learner: (action, log_prob [B], mean_action = tanh(mean))."""
-        mean, log_std = self.distribution_params(obs_actor)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-        pre_tanh = mean + torch.exp(log_std) * noise
-        log_prob = tanh_gaussian_log_prob(pre_tanh, mean, log_std)
-        return torch.tanh(pre_tanh), log_prob, torch.tanh(mean)
-
-    @torch.no_grad()
-    def explore(self, obs_actor: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        """Stochastic action in [-1, 1]; deterministic given the generator's state."""
-        return self.explore_with_mean(obs_actor, generator)[0]
-
-    @torch.no_grad()
-    def explore_with_mean(self, obs_actor: torch.Tensor,
-                          generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(the stochastic action `explore` returns, the policy's own output tanh(mean) behind it)."""
-        mean, log_std = self.distribution_params(obs_actor)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-        return torch.tanh(mean + torch.exp(log_std) * noise), torch.tanh(mean)
-
-    @torch.no_grad()
-    def act(self, obs_actor: torch.Tensor) -> torch.Tensor:
-        """Deterministic action tanh(mean) in [-1, 1]."""
-        mean, _ = self.distribution_params(obs_actor)
-        return torch.tanh(mean)
+        return self.mean_head(h).float(), self.log_std_from(self.log_std_head(h).float())
 
 
 class EnsembleLinear(nn.Module):
@@ -127,6 +126,10 @@ class EnsembleLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return member_matmul(x, self.weight, self.bias)
+
+    def unbiased(self, x: torch.Tensor) -> torch.Tensor:
+        """The product without the bias (a fused norm after it adds the bias)."""
+        return member_matmul(x, self.weight)
 
 
 class EnsembleLayerNorm(nn.Module):
@@ -184,7 +187,7 @@ class CategoricalCriticEnsemble(CategoricalSupportMixin, nn.Module):
             layers += [EnsembleLinear(num_members, in_dim, width), EnsembleLayerNorm(num_members, width), nn.SiLU()]
             in_dim = width
         layers.append(EnsembleLinear(num_members, in_dim, num_atoms))
-        self.net = nn.Sequential(*layers)
+        self.net = NormSiLUStack(*layers)
         self._init_support(v_min, v_max, num_atoms)
 
     def forward(self, obs_critic: torch.Tensor, action: torch.Tensor) -> torch.Tensor:

@@ -11,9 +11,11 @@ from typing import Callable
 import torch
 from torch import nn
 
+from duorl.algos.running_moments import merge_moments_
+
 
 class RunningObsNormalizer(nn.Module):
-    """Per-feature running mean and (population) variance, merged batch by batch (Chan et al.).
+    """Per-feature running mean and (population) variance, merged batch by batch (running_moments.py).
 
     `update` never reads a value back to the host: the batch size is a Python int from the shape and
     every statistic is combined in place on the tensors' device.
@@ -39,21 +41,11 @@ class RunningObsNormalizer(nn.Module):
         n_batch = x.shape[0]
         batch_var, batch_mean = torch.var_mean(x, dim=0, unbiased=False)
         if gather is None:
-            self._merge(n_batch, batch_mean, batch_var)
+            merge_moments_(self.mean, self.var, self.count, n_batch, batch_mean, batch_var)
             return
         stats = gather(torch.cat((batch_mean, batch_var)).unsqueeze(0))
         for row in stats:
-            self._merge(n_batch, row[:dim], row[dim:])
-
-    def _merge(self, n_batch: int, batch_mean: torch.Tensor, batch_var: torch.Tensor) -> None:
-        total = self.count + n_batch
-        # fraction of the merged sample that the new batch represents ([] tensor, no host sync)
-        w = (n_batch / total).to(self.mean.dtype)
-        delta = batch_mean - self.mean
-        self.mean.add_(delta * w)
-        # var = var_a*(1-w) + var_b*w + delta^2*w*(1-w): the pooled second moment about the new mean
-        self.var.mul_(1.0 - w).add_(batch_var * w).add_(delta.square() * (w * (1.0 - w)))
-        self.count.copy_(total)
+            merge_moments_(self.mean, self.var, self.count, n_batch, row[:dim], row[dim:])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.mean) / (self.var.sqrt() + self.eps)

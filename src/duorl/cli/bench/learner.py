@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as _dt
+import functools
 import statistics
 import sys
 import time
@@ -142,18 +143,19 @@ def learner_fixture(algo: str, task: str | None = None, overrides: list[str] | N
     a, n_envs = cfg.algo, cfg.training.num_envs
     ticks = max(2, replay_ticks)
     layout = ReplayLayout(n_envs, ticks, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
-    ring = ReplayRing.allocate(layout, dev)
+    ring = ReplayRing.allocate(layout, dev, packed=a.algo_params.packed_replay)
     g = torch.Generator(device=dev).manual_seed(seed)
     with torch.no_grad():
+        # drawn contiguous and copied in: the same transitions whatever the ring's layout (packed_replay)
         for key, t in ring.t.items():
             if key == "tick":
                 t.copy_(torch.arange(ticks, device=dev))
             elif key == "action":
-                t.uniform_(-1.0, 1.0, generator=g)
+                t.copy_(torch.rand(t.shape, generator=g, device=dev) * 2.0 - 1.0)
             elif key in ("terminated", "truncated"):
                 t.copy_((torch.rand(t.shape, generator=g, device=dev) < 0.01).float())
             else:
-                t.normal_(generator=g)
+                t.copy_(torch.randn(t.shape, generator=g, device=dev))
     group = _world_of_one(dev) if data_parallel else None
     synchronizers: list[Any] = []
 
@@ -176,6 +178,28 @@ def learner_fixture(algo: str, task: str | None = None, overrides: list[str] | N
         return learner, sampler
 
     return LearnerFixture(cfg, spec, dev, ring, ticks, setup, synchronizers, group)
+
+
+def _header(fx: LearnerFixture, algo: str, task: str | None, command: str | None) -> dict[str, Any]:
+    """What every `bench learner` result says first: the command, the machine and the learner's shape."""
+    import torch
+
+    dev = fx.device
+    return {
+        "command": command,
+        "date": _dt.datetime.now().isoformat(timespec="seconds"),
+        "device": str(dev),
+        "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "algo": algo,
+        "task": task or "g1_walk_dims",
+        "spec": {k: getattr(fx.spec, k) for k in ("actor_obs_dim", "critic_obs_dim", "action_dim")},
+        "num_envs": fx.cfg.training.num_envs,
+        "replay_ticks": fx.ticks,
+        "batch_size": fx.cfg.algo.batch_size,
+        "updates_per_step": fx.num_updates,
+    }
 
 
 def run_learner_bench(
@@ -202,8 +226,8 @@ def run_learner_bench(
     import torch
 
     fx = learner_fixture(algo, task, overrides, device, replay_ticks, seed, data_parallel, synchronizer)
-    cfg, spec, dev, a, setup, sync = fx.cfg, fx.spec, fx.device, fx.cfg.algo, fx.setup, fx.sync
-    n_envs, ticks, group, synchronizers = cfg.training.num_envs, fx.ticks, fx.group, fx.synchronizers
+    cfg, dev, a, setup, sync = fx.cfg, fx.device, fx.cfg.algo, fx.setup, fx.sync
+    group, synchronizers = fx.group, fx.synchronizers
     from duorl.runtime.replay import AgeBias
 
     n = fx.num_updates
@@ -241,19 +265,7 @@ def run_learner_bench(
         profiles["eager"] = profile_kernels(lambda: learner.train_iteration(sampler.sample, n), profile_iters, sync)
 
     result: dict[str, Any] = {
-        "command": command,
-        "date": _dt.datetime.now().isoformat(timespec="seconds"),
-        "device": str(dev),
-        "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "algo": algo,
-        "task": task or "g1_walk_dims",
-        "spec": {k: getattr(spec, k) for k in ("actor_obs_dim", "critic_obs_dim", "action_dim")},
-        "num_envs": n_envs,
-        "replay_ticks": ticks,
-        "batch_size": a.batch_size,
-        "updates_per_step": n,
+        **_header(fx, algo, task, command),
         "policy_frequency": a.policy_frequency,
         "use_autocast": bool(a.use_autocast and dev.type == "cuda"),
         "replay_sampling": "age_biased" if AgeBias.of(a) is not None else "uniform",
@@ -289,6 +301,130 @@ def run_learner_bench(
         import torch.distributed as dist
 
         dist.destroy_process_group()  # the graph that held NCCL work was released above
+    return result
+
+
+@dataclasses.dataclass
+class Arm:
+    """One variant of the learner in an A/B (`--arm NAME:key=value,...`): its overrides on top of the
+    command's, and what was measured of it."""
+
+    name: str
+    overrides: list[str]
+    setup_s: float | None = None  # building, compiling, the warm-up and the capture, and the first iteration
+    ms: list[float] = dataclasses.field(default_factory=list)
+    host_ms: list[float] = dataclasses.field(default_factory=list)
+    step: Callable[[], Any] | None = None
+    graph: Any = None
+    profile: dict[str, Any] | None = None
+
+
+def parse_arm(text: str) -> Arm:
+    """`NAME:key=value,key=value` (NAME: alone = the command's own configuration)."""
+    name, sep, rest = text.partition(":")
+    if not sep or not name or not all(c.isalnum() or c in "_-." for c in name):
+        raise ValueError(f"malformed --arm {text!r}: expected NAME:key=value,... (NAME of letters, digits, _ - .)")
+    overrides = [item.strip() for item in rest.split(",") if item.strip()]
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"malformed override {item!r} in --arm {text!r} (expected key=value)")
+    return Arm(name, overrides)
+
+
+def run_learner_arms(
+    algo: str,
+    arms: list[Arm],
+    task: str | None = None,
+    overrides: list[str] | None = None,
+    iters: int = 30,
+    warmup: int = 3,
+    device: str | None = None,
+    replay_ticks: int = 64,
+    seed: int = 0,
+    command: str | None = None,
+    budget_s: float | None = None,
+    profile_iters: int = 0,
+) -> dict[str, Any]:
+    """The learner's variants side by side in one process: each arm is built (and on CUDA compiled and
+    captured) in turn, then `iters` rounds time one iteration of every arm, interleaved (ABBA order:
+    forward in even rounds, backward in odd ones), so that drift of the machine falls on every arm alike.
+    On CUDA an iteration is a graph replay, on the CPU an eager iteration. Every arm's statistics and
+    its median over the first arm's. `budget_s`: an arm whose set-up would likely end past the budget
+    (the longest set-up so far from now) is skipped, and reported as such. `profile_iters` (CUDA): a
+    kernel profile of every arm but the first, while the budget lasts."""
+    import torch
+
+    t_start = time.perf_counter()
+    names = [arm.name for arm in arms]
+    if len(set(names)) != len(names) or not arms:
+        raise ValueError(f"--arm names must be distinct and at least one given, got {names}")
+    base = list(overrides or [])
+    fixtures = [learner_fixture(algo, task, base + arm.overrides, device, replay_ticks, seed) for arm in arms]
+    fx0 = fixtures[0]
+    cuda = fx0.device.type == "cuda"
+    n = fx0.num_updates
+    set_up: list[Arm] = []
+    skipped: list[str] = []
+    longest = 0.0
+    for arm, fx in zip(arms, fixtures):
+        elapsed = time.perf_counter() - t_start
+        if budget_s is not None and set_up and elapsed + longest > budget_s:  # the reference arm always runs
+            skipped.append(arm.name)
+            continue
+        t0 = time.perf_counter()
+        learner, sampler = fx.setup()
+        if cuda:
+            from duorl.gpu.graphs import WholeCycleGraph
+
+            graph = WholeCycleGraph(learner, extra_generators=[sampler.generator])
+            arm.graph = graph
+            arm.step = functools.partial(graph.train_iteration, sampler.sample, n)
+            arm.step()  # compile, warm-up, capture and the first replay
+        else:
+            arm.step = functools.partial(learner.train_iteration, sampler.sample, n)
+            for _ in range(warmup):
+                arm.step()
+        fx.sync()
+        arm.setup_s = round(time.perf_counter() - t0, 3)
+        longest = max(longest, arm.setup_s)
+        set_up.append(arm)
+    for r in range(iters):
+        for arm in (set_up if r % 2 == 0 else reversed(set_up)):
+            assert arm.step is not None
+            total, host = _timed(arm.step, 1, fx0.sync)
+            arm.ms += total
+            arm.host_ms += host
+    if profile_iters and cuda:
+        for arm in set_up[1:]:  # the reference arm's kernels are in the earlier rounds' profiles
+            if budget_s is not None and time.perf_counter() - t_start > budget_s:
+                break
+            assert arm.step is not None
+            arm.profile = _summary_or_reason(profile_kernels(arm.step, profile_iters, fx0.sync), 0.0)
+    first = statistics.median(set_up[0].ms) if set_up and set_up[0].ms else None
+    result: dict[str, Any] = {
+        **_header(fx0, algo, task, command),
+        "path": "graph replay" if cuda else "eager",
+        "rounds": iters,
+        "order": "ABBA: forward in even rounds, backward in odd rounds",
+        "overrides": base,
+        "arms": [{
+            "name": arm.name,
+            "overrides": arm.overrides,
+            "setup_s": arm.setup_s,
+            "ms_per_iteration": _stats(arm.ms),
+            "host_ms_per_iteration": _stats(arm.host_ms),
+            "median_ratio_to_first": round(statistics.median(arm.ms) / first, 4) if first else None,
+            "ms": [round(x, 4) for x in arm.ms],
+            "graph": arm.graph.state() if arm.graph is not None else None,
+            **({"profile": arm.profile} if arm.profile is not None else {}),
+        } for arm in set_up],
+        "arms_skipped": skipped,
+        "wall_s": round(time.perf_counter() - t_start, 1),
+    }
+    if cuda:
+        result["gpu_memory_max_allocated_gib"] = round(torch.cuda.max_memory_allocated(fx0.device) / 2**30, 3)
+        for arm in set_up:
+            arm.graph.release()
     return result
 
 
@@ -336,6 +472,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="CUDA: also profile N replayed graph iterations and N compiled eager ones kernel by kernel "
                              "(kernels, time by kind, GEMM TFLOP/s, idle gaps; default: 0, no profile)")
+    parser.add_argument("--arm", action="append", default=None, metavar="NAME:key=value,...",
+                        help="an A/B arm: these overrides on top of the command's (NAME: alone = the command's own); "
+                             "with two or more, every arm is built in one process and --iters rounds time one "
+                             "iteration of each, interleaved, against the first (no separate eager timing)")
+    parser.add_argument("--budget-s", type=float, default=None, metavar="S",
+                        help="with --arm: skip an arm whose set-up would likely end past S seconds from the start")
     parser.add_argument("--out", default=None, metavar="FILE.json", help="also write the JSON here")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
 
@@ -357,6 +499,12 @@ def main(args: argparse.Namespace) -> int:
         check_device_flag(args.device)  # before anything is built: a CPU torch has no CUDA
         if args.profile:
             check_profile_device(args.device)
+        if args.arm:
+            result = run_learner_arms(args.algo, [parse_arm(a) for a in args.arm], args.task, list(args.overrides),
+                                      args.iters, args.warmup, args.device, args.replay_ticks, command=command,
+                                      budget_s=args.budget_s, profile_iters=args.profile)
+            emit(result, args.out)
+            return 0
         result = run_learner_bench(args.algo, args.task, list(args.overrides), args.iters, args.warmup, args.device,
                                    args.replay_ticks, command=command, data_parallel=args.data_parallel,
                                    synchronizer=args.synchronizer, profile_iters=args.profile)
