@@ -179,6 +179,31 @@ def test_speed_levers_graph_matches_eager_bitwise(algo: str, compiled: bool, lev
     assert any(wanted in name for name in names), sorted(names)[:20]
 
 
+@pytest.mark.parametrize(("algo", "compiled"), [("sac", True), ("flashsac", False)])
+def test_a_graph_prepared_ahead_changes_nothing_and_is_replayed(algo: str, compiled: bool) -> None:
+    """prepare() captures the first cycle before any data (the duo does it while its collector starts, on
+    a window of one tick of the empty ring): the learner's state is left bitwise as it was, and the
+    iterations that follow replay that graph and equal the eager twin's bitwise."""
+    cfg, eager, graphed, re, rg = _pair(algo, compiled)
+    graph = WholeCycleGraph(graphed, extra_generators=[rg.sampler.generator])
+    n = cfg.updates_per_step
+    before = _state(graphed)
+    rg.sampler.set_window(0, 1)
+    assert graph.prepare(rg.sampler.sample, n) and not graph.prepare(rg.sampler.sample, n)
+    torch.cuda.synchronize()
+    after = _state(graphed)
+    assert all(torch.equal(before[k], after[k]) for k in before), [k for k in before if not torch.equal(before[k], after[k])]
+    assert graph.captures == 1 and graph.replays == 0 and graphed.num_updates == eager.num_updates
+    for k in range(3):
+        re.feed(eager, k)
+        rg.feed(graphed, k)
+        mg = graph.train_iteration(rg.sampler.sample, n)
+        me = eager.train_iteration(re.sampler.sample, n)
+        torch.cuda.synchronize()
+        _assert_bitwise(eager, graphed, me, mg, f"iteration {k}")
+    assert graph.captures == 1 and graph.replays == 3
+
+
 def test_each_cycle_key_gets_its_own_graph() -> None:
     # policy_frequency 4 with 2 updates per iteration: iterations alternate between two schedules
     cfg, eager, graphed, re, rg = _pair("sac", policy_frequency=4, updates_per_step=2)

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 from duorl import __version__
 from duorl.config.schema import ALGOS, SIMS
 from duorl.envs.tasks.builtin import DEFAULT_TASK  # light: the task table, no torch
+from duorl.startup_phases import PHASES
 
 _SIM_NOTES = {
     "mujoco": "MuJoCo's C library on CPU threads",
@@ -308,6 +309,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.lazy_description = _train_description
     _add_run_choice(train, "to train")
     train.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
+    warmup = sub.add_parser(
+        "warmup", help="fill this machine's compile caches for a task, without training",
+        description="Run the start of `duorl train` with these settings (env, Warp kernels, the compiled and\n"
+                    "captured collector tick and learner update) and stop before any update, so that the first\n"
+                    "run of this task on a new GPU machine starts warm. Nothing is kept but the caches.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_run_choice(warmup, "to warm up for")
+    warmup.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides, as for train")
     _add_config(sub)
     _add_tasks(sub)
 
@@ -372,7 +381,9 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
         check_data_parallel_keys(cfg, data_parallel)
         if renv is None and data_parallel:
             return _launch_data_parallel(cfg, argv)
-        from duorl.cli.train import train  # the runtime, imported only once the config is known good
+        PHASES.add_since_last("config")  # parsed, loaded and validated
+        with PHASES.phase("imports"):
+            from duorl.cli.train import train  # the runtime (torch first), imported only once the config is known good
 
         return int(train(cfg) or 0)
     except InputRefused as e:  # ConfigError, also raised by the runtime's late checks (e.g. resolve_device)
@@ -534,12 +545,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    PHASES.add("interpreter", PHASES.origin)  # the process's start to here: Python and `import duorl.cli.main`
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         # parse_known_args: key=value pairs may come after options (`train --sim mujoco a=1 --algo sac b=2`)
         args, extras = parser.parse_known_args(argv)
-        unknown = [x for x in extras if x.startswith("-") or args.command not in ("train", "config")]
+        unknown = [x for x in extras if x.startswith("-") or args.command not in ("train", "warmup", "config")]
         if unknown:
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as e:  # argparse exits for --help, --version and usage errors
@@ -560,6 +572,12 @@ def _route(args: argparse.Namespace, extras: list[str], argv: list[str]) -> int 
         # before anything slow: an early Ctrl-C is a stop request too (a rank's second one is the launcher's)
         with stop_signals(escalate=rank_env() is None):
             return _cmd_train(args, list(args.overrides) + extras, argv)
+    if args.command == "warmup":
+        from duorl.cli.warmup import warmup_main
+        from duorl.runtime.stop_signals import stop_signals
+
+        with stop_signals(escalate=True):  # as train's: a Ctrl-C stops it cleanly
+            return warmup_main(args.algo, args.task, args.sim, list(args.overrides) + extras)
     if args.command == "config":
         return _cmd_config(args, list(args.overrides) + extras)
     if args.command == "metrics":

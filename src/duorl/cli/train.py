@@ -27,8 +27,10 @@ from duorl.config.switches import Switches, resolve_switches
 from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
 from duorl.config.seeding import derive_seed
 from duorl.gpu.compiling import compile_cache_dirs, use_persistent_compile_caches
+from duorl.gpu.torch_internals import compile_seconds
 from duorl.runtime.atomic_files import WriteFailed
 from duorl.runtime.outcome import exit_code, outcome_of
+from duorl.startup_phases import PHASES
 
 
 def train(cfg: Config) -> int:
@@ -36,6 +38,9 @@ def train(cfg: Config) -> int:
     interrupted, 1 failed, 2 refused)."""
     from duorl.distributed.launch import rank_env
 
+    if PHASES.last("imports") is None:  # not timed by `duorl train` (cli/main.py): a rank, a warm-up, a script
+        PHASES.add_since_last("config and imports")
+    PHASES.add_counter("torch.compile", compile_seconds)  # each phase says how much of it compiling took
     # first: before anything imports torch._dynamo; the collector inherits the environment
     use_persistent_compile_caches()
     renv = rank_env()
@@ -151,20 +156,51 @@ class _Checked:
 
 
 def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
-    """Check, claim the run directory, build the learner and the duo, run it, record the outcome."""
+    """Start the collector's process, check, claim the run directory, build the learner and the duo, run
+    it, record the outcome."""
+    from duorl.runtime.duo import PrestartedCollector
+
     t0 = time.perf_counter()
     place = _Place.of(ctx)
-    checked = _check(cfg, device, mps, place)
+    # the collector's interpreter and imports go on beside the checks and the learner's build
+    prestarted = PrestartedCollector(_collector_preimports(cfg))
+    try:
+        return _train_with(cfg, device, mps, ctx, place, prestarted, t0)
+    finally:
+        prestarted.cancel()  # a run refused or stopped before its duo started: the collector built nothing
+
+
+def _collector_preimports(cfg: Config) -> tuple[str, ...]:
+    """What the collector imports while its learner is built (runtime/collector.py, collector_entry): the
+    registries its arguments name, and the simulator (Warp's loads counted first, then MuJoCo Warp, or mjlab)."""
+    from duorl.envs.task_sources import source_of
+
+    out = ("duorl.envs.registry", "duorl.algos.registry")
+    if source_of(cfg.task.name).kind == "mjlab":
+        return (*out, "duorl.envs.backends.warp_loads:install", "mujoco_warp", "duorl.envs.mjlab.loader:registry")
+    if cfg.sim.name == "mjwarp":
+        return (*out, "duorl.envs.backends.warp_loads:install", "mujoco_warp")
+    return out
+
+
+def _train_with(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any, place: "_Place", prestarted: Any,
+                t0: float) -> int:
+    """_train's work, with the collector's process already starting."""
+    with PHASES.phase("checks"):
+        checked = _check(cfg, device, mps, place)
     if isinstance(checked, int):
         return checked
     if _stopped_before_start(place):
         return 0
-    run_dir = _claim_run_dir(cfg, place)
-    learner, sync = _build_learner(cfg, device, checked, place)
-    directory, reporter, coordinator = _reporting(cfg, device, checked, place, run_dir, learner, sync)
-    snapshot_dir = run_dir / "checkpoints" if place.lead else _rank_scratch(place.rank, ctx.env.run_id)
-    duo = _build_duo(cfg, device, mps, checked, place, run_dir, snapshot_dir, learner, directory, reporter,
-                     coordinator)
+    with PHASES.phase("run directory"):
+        run_dir = _claim_run_dir(cfg, place)
+    with PHASES.phase("learner"):
+        learner, sync = _build_learner(cfg, device, checked, place)
+    with PHASES.phase("reporting"):
+        directory, reporter, coordinator = _reporting(cfg, device, checked, place, run_dir, learner, sync)
+        snapshot_dir = run_dir / "checkpoints" if place.lead else _rank_scratch(place.rank, ctx.env.run_id)
+        duo = _build_duo(cfg, device, mps, checked, place, run_dir, snapshot_dir, learner, directory, reporter,
+                         coordinator, prestarted)
     try:
         result = duo.run()
     except BaseException as e:
@@ -319,7 +355,8 @@ def _reporting(cfg: Config, device: torch.device, checked: _Checked, place: _Pla
 
 
 def _build_duo(cfg: Config, device: torch.device, mps: MpsSession, checked: _Checked, place: _Place, run_dir: Path,
-               snapshot_dir: Path, learner: Any, directory: Any, reporter: Any, coordinator: Any) -> Any:
+               snapshot_dir: Path, learner: Any, directory: Any, reporter: Any, coordinator: Any,
+               prestarted: Any = None) -> Any:
     """The duo: its settings, the collector's env and actor factories, and the MPS check at its start."""
     from duorl.algos.registry import make_actor
     from duorl.cli.learner_stall import gone_recorder, stall_recorder
@@ -355,12 +392,31 @@ def _build_duo(cfg: Config, device: torch.device, mps: MpsSession, checked: _Che
         on_learner_stalled=stall_recorder(ctx, run_dir if lead else None),
         on_learner_gone=gone_recorder(run_dir if lead else None),
         snapshot_dir_is_scratch=not lead,
+        report_startup=lead,
     )
     if directory is not None:
         directory.manifest["cuda_process_sharing"] = mps_manifest(tr.cuda_process_sharing, [checked.verdict.evidence])
     return Duo(settings, checked.spec, learner, env_factory, actor_factory, reporter, resume=checked.resume_state,
                on_collector_ready=functools.partial(_check_mps_clients, mps, ctx, tr.cuda_process_sharing),
-               coordinator=coordinator)
+               coordinator=coordinator, on_startup=functools.partial(_write_startup, run_dir) if lead else None,
+               prestarted=prestarted)
+
+
+def _write_startup(run_dir: Path, record: dict[str, Any]) -> None:
+    """The duo's on_startup: both processes' start-up phases into RUN_DIR/startup.json, and the line that
+    ends the start-up table on the console."""
+    from duorl.telemetry.summary import write_json_atomic
+
+    path = run_dir / "startup.json"
+    try:
+        write_json_atomic(path, record)
+    except WriteFailed as e:  # the table is a report: the run goes on (the next write fails it, if the disk is full)
+        print(f"duorl: warning: {e}", file=sys.stderr, flush=True)
+        return
+    done = next((p for p in record["learner"] if p["name"] == "first update"), None)
+    what = "first update" if done is not None else "start-up ended without an update"
+    end = done["end_s"] if done is not None else max(p["end_s"] for p in record["learner"])
+    print(f"duorl: start-up {end:6.1f} s  {what}; every phase of both processes in {path}", flush=True)
 
 
 def _check_mps_clients(mps: MpsSession, ctx: Any, sharing: Any, collector_pid: int,

@@ -108,6 +108,9 @@ class TaskVecEnv(VecEnv):
             fields = randomize(self.num_envs, self.generator)
             if fields:
                 backend.set_model_fields(fields)
+        # the model is final: the backend may start compiling its first step's kernels (in the background,
+        # while the rest of start-up goes on)
+        backend.prepare_kernels()
         # optional per-step hooks (envs/tasks/base.py): advance() after rewards/terminations,
         # truncated() for a task's own time limits (e.g. a reference clip that ends)
         self._advance = getattr(task, "advance", None)

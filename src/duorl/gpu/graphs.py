@@ -261,19 +261,31 @@ class WholeCycleGraph:
 
         The returned tensors are the graph's static outputs: the next replay overwrites them.
         """
-        if self._graphs and graph_fingerprint(self.learner) != self._fingerprint:
-            self.invalidate("hooks, the gradient synchronizer, optimizer settings or tensor addresses changed")
-        key = (self.learner.cycle_key(num_updates), num_updates, _callable_id(sample))
-        entry = self._graphs.get(key)
-        if entry is None:
-            entry = self._capture(sample, num_updates)
-            self._graphs[key] = entry
-            self._cycles.add(key[:2])
-            self._fingerprint = graph_fingerprint(self.learner)
+        entry, _ = self._entry(sample, num_updates)
         entry.graph.replay()
         self.learner.advance_host_state(num_updates)
         self.replays += 1
         return dict(entry.outputs)
+
+    def prepare(self, sample: Callable[[int], Any], num_updates: int) -> bool:
+        """Capture the cycle that the next train_iteration(sample, num_updates) replays, without running it:
+        its compile, warm-up and capture happen now, and the learner's state is left as it was (the duo
+        calls it while its collector starts, runtime/duo.py). False when that cycle was captured already."""
+        return self._entry(sample, num_updates)[1]
+
+    def _entry(self, sample: Callable[[int], Any], num_updates: int) -> tuple[_Captured, bool]:
+        """The captured graph of this cycle (captured now where needed, and then True)."""
+        if self._graphs and graph_fingerprint(self.learner) != self._fingerprint:
+            self.invalidate("hooks, the gradient synchronizer, optimizer settings or tensor addresses changed")
+        key = (self.learner.cycle_key(num_updates), num_updates, _callable_id(sample))
+        entry = self._graphs.get(key)
+        if entry is not None:
+            return entry, False
+        entry = self._capture(sample, num_updates)
+        self._graphs[key] = entry
+        self._cycles.add(key[:2])
+        self._fingerprint = graph_fingerprint(self.learner)
+        return entry, True
 
     def launch_unchecked(self) -> None:
         """Replay a captured graph with neither the staleness check nor the host counters' advance: what

@@ -116,3 +116,16 @@ def raise_dynamo_cache_limit(at_least: int) -> None:
     config = require(torch._dynamo, "config", "torch._dynamo")
     current = require(config, "cache_size_limit", "torch._dynamo.config")
     config.cache_size_limit = max(current, at_least)
+
+
+def compile_seconds() -> dict[str, float]:
+    """The seconds torch.compile spent in this process so far: {"torch_compile_s": Dynamo's whole frame
+    compiles, Inductor's included}, read from torch._dynamo.utils.cumulative_time_spent_ns (host-side
+    counters; {} before torch._dynamo is imported, which this does not do, or where torch lacks it)."""
+    import sys
+
+    utils = sys.modules.get("torch._dynamo.utils")
+    spent = getattr(utils, "cumulative_time_spent_ns", None)
+    if not isinstance(spent, dict):
+        return {}
+    return {"torch_compile_s": spent.get("entire_frame_compile", 0) / 1e9}

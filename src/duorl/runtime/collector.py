@@ -7,6 +7,8 @@ results do not depend on which process is faster.
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 import signal
 import sys
@@ -43,6 +45,7 @@ from duorl.runtime.settings import DuoSettings
 from duorl.runtime.tick import CollectorTick
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import Entry, WeightBoard
+from duorl.startup_phases import PHASES, console_line
 
 
 @dataclass
@@ -68,12 +71,43 @@ class CollectorArgs:
     stall: StallBounds = field(default_factory=StallBounds)
     # the learner's own parent (a launcher, a torchrun agent, a shell): named when it is gone too
     supervisor_pid: int = 0
+    # when the learner's process started (time.time()): the start-up lines count from there
+    startup_origin: float = 0.0
+
+
+def collector_entry(conn: Any, preimports: tuple[str, ...]) -> None:
+    """Entry point of a collector started before its learner is built (runtime/duo.py, PrestartedCollector):
+    it imports what its env will need ("module" or "module:function", the function called without
+    arguments) while the learner checks its inputs and builds itself, then runs collector_main with the
+    arguments the learner sends. A learner that never sends them (its run was refused) closes the pipe or
+    kills this process; nothing was built here."""
+    PHASES.add("imports", PHASES.origin)
+    _count_compiles()
+    with PHASES.phase("imports ahead"):
+        for entry in preimports:
+            module, _, function = entry.partition(":")
+            try:
+                imported = importlib.import_module(module)
+                if function:
+                    getattr(imported, function)()
+            except Exception:  # noqa: BLE001 - the env build imports it again and reports the error there
+                pass
+    with PHASES.phase("waiting for the learner"):
+        try:
+            args = conn.recv()
+        except (EOFError, OSError):  # the learner ended before its run started
+            _leave(0)
+        conn.close()
+    collector_main(args)
 
 
 def collector_main(args: CollectorArgs) -> None:
     """Entry point of the spawned process. It has been dying with its learner since its first import of
     duorl (runtime/orphans.py: SIGKILL until here); from here the learner's death is a SIGTERM this
     handler turns into a recorded failure."""
+    if PHASES.last("imports") is None:  # from the process's start: the interpreter and unpickling the args
+        PHASES.add("imports", PHASES.origin)
+        _count_compiles()
     control = args.control
     # Ctrl-C reaches the whole process group; the learner owns shutdown and tells us through STOP.
     # A SIGTERM (e.g. torch's launcher stopping the rank's process group) asks the learner for the
@@ -104,6 +138,13 @@ def collector_main(args: CollectorArgs) -> None:
     if code == 0:
         control.set_phase("stopped")
     _leave(code)
+
+
+def _count_compiles() -> None:
+    """Each start-up phase says how much of it torch.compile took."""
+    from duorl.gpu.torch_internals import compile_seconds
+
+    PHASES.add_counter("torch.compile", compile_seconds)
 
 
 def _leave(code: int) -> None:
@@ -202,10 +243,13 @@ class _Parts:
 
 def _run(args: CollectorArgs) -> None:
     """Open the device, build the env and the tick, say ready, then run iterations until told to stop."""
-    device = _open_device(args.settings)
+    with PHASES.phase("device"):
+        device = _open_device(args.settings)
     beat = Heartbeat(args.control, "collector", args.stall)
     watch = PeerWatch(args.control, beat, args.learner_pid, args.stall)
     parts = _build(args, device, beat)
+    _say_startup(args, "collector's env built", ("imports", "imports ahead", "waiting for the learner", "device", "env",
+                                                 "actor and reset"))
     args.control.set(COLLECTOR_READY, 1)
     try:
         _loop(args, parts, device, beat, watch)
@@ -224,9 +268,16 @@ def _open_device(settings: DuoSettings) -> torch.device:
 
 def _build(args: CollectorArgs, device: torch.device, beat: Heartbeat) -> _Parts:
     """The env (restored on resume), the actor, the views of replay and the weight board, and the tick."""
-    settings = args.settings
     beat.phase("building env")
-    env = args.env_factory()
+    with PHASES.phase("env"):
+        env = args.env_factory()
+    with PHASES.phase("actor and reset"):
+        return _build_around(args, device, beat, env)
+
+
+def _build_around(args: CollectorArgs, device: torch.device, beat: Heartbeat, env: Any) -> _Parts:
+    """What the collector builds around its env: the actor, the views, the first observation and the tick."""
+    settings = args.settings
     actor = args.actor_factory(device)
     actor.eval()
     ring = ReplayRing(args.replay, args.replay_layout)
@@ -262,7 +313,12 @@ def _loop(args: CollectorArgs, parts: _Parts, device: torch.device, beat: Heartb
         if stop():
             parts.snapshots.persist(control.get(FINAL_BOUNDARY))
             return
-        stats = _iteration(args, parts, device, beat, k, waited)
+        if k == args.start_iteration:
+            with PHASES.phase("first iteration"):
+                stats = _iteration(args, parts, device, beat, k, waited)
+            _report_startup(args)
+        else:
+            stats = _iteration(args, parts, device, beat, k, waited)
         # the state after iteration k is the start of iteration k+1: keep it for a checkpoint there
         parts.snapshots.take(k, parts.env, parts.actor, parts.gen, parts.tick.obs)
         if settings.config.algo.save_interval > 0 and (k + 1) % settings.config.algo.save_interval == 0:
@@ -294,6 +350,20 @@ def _iteration(args: CollectorArgs, parts: _Parts, device: torch.device, beat: H
     stats["collector_tick_graph"] = 1.0 if tick.captured else 0.0
     stats.update(tick.sums.result())
     return stats
+
+
+def _report_startup(args: CollectorArgs) -> None:
+    """The collector's start-up is over (its first iteration's ticks are in replay, not yet announced):
+    hand its phases to the learner (startup.json) and say how the first iteration went."""
+    args.control.write_startup(json.dumps(PHASES.record()))
+    _say_startup(args, "collector's first iteration done", ("warp modules preloaded", "first tick", "tick capture"))
+
+
+def _say_startup(args: CollectorArgs, what: str, names: tuple[str, ...]) -> None:
+    if not args.settings.report_startup:
+        return
+    phases = [p for p in (PHASES.last(n) for n in names) if p is not None]
+    print(console_line(what, phases, args.startup_origin or PHASES.origin), flush=True)
 
 
 def _opened_device(device: torch.device) -> str:

@@ -75,6 +75,7 @@ INTERRUPTIBLE_PHASES = ("compiling or capturing",)
 
 ERROR_BYTES = 8192
 DEVICE_BYTES = 128
+STARTUP_BYTES = 16384  # the collector's start-up phases (JSON, duorl/startup_phases.py), a few kB
 
 
 @dataclass
@@ -84,6 +85,8 @@ class ControlBlock:
     error: torch.Tensor  # [ERROR_BYTES] uint8, shared
     # the collector: the device it actually opened ("GPU-<uuid>" or "cpu"), written before COLLECTOR_READY
     device: torch.Tensor  # [DEVICE_BYTES] uint8, shared
+    # the collector: its start-up phases as JSON, written once, before it announces its first ticks
+    startup: torch.Tensor  # [STARTUP_BYTES] uint8, shared
 
     @classmethod
     def allocate(cls) -> "ControlBlock":
@@ -92,10 +95,17 @@ class ControlBlock:
             stats=torch.zeros((2, len(STAT_FIELDS)), dtype=torch.float64),
             error=torch.zeros(ERROR_BYTES, dtype=torch.uint8),
             device=torch.zeros(DEVICE_BYTES, dtype=torch.uint8),
+            startup=torch.zeros(STARTUP_BYTES, dtype=torch.uint8),
         )
-        for t in (block.counters, block.stats, block.error, block.device):
+        for t in (block.counters, block.stats, block.error, block.device, block.startup):
             t.share_memory_()
         return block
+
+    def write_startup(self, record_json: str) -> None:
+        _write_text(self.startup, record_json)
+
+    def read_startup(self) -> str:
+        return _read_text(self.startup)
 
     def write_device(self, name: str) -> None:
         _write_text(self.device, name)

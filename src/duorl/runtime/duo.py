@@ -7,8 +7,10 @@ lag is exactly one iteration and results do not depend on process timing.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
@@ -18,7 +20,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from duorl.envs.base import EnvSpec
-from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapshots
+from duorl.runtime.collector import CollectorArgs, collector_entry, collector_main, remove_snapshots
 from duorl.runtime.coordination import RankCoordinator, Solo
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch
 from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
@@ -46,6 +48,7 @@ from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readab
 from duorl.runtime.settings import DuoSettings
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import WeightBoard
+from duorl.startup_phases import PHASES, console_line, merged_record
 
 POLICY_LAG_ITERATIONS = 1
 
@@ -100,6 +103,52 @@ class _Ending:
     last_metrics: dict[str, float] = field(default_factory=dict)
 
 
+class PrestartedCollector:
+    """A collector process started before its learner is built, importing what its env needs meanwhile
+    (runtime/collector.py, collector_entry): its interpreter, torch, Warp, MuJoCo Warp or mjlab load
+    beside the learner's checks, networks and run directory instead of after them. The Duo hands it its
+    arguments when it spawns its collector; `cancel()` ends it where the run never starts. Started with
+    the same protections as a plain spawn (named parent, SIGINT/SIGTERM ignored until its handlers)."""
+
+    def __init__(self, preimports: tuple[str, ...] = ()) -> None:
+        ctx = mp.get_context("spawn")
+        child, self.conn = ctx.Pipe(duplex=False)  # (receiving end, sending end)
+        self.process = ctx.Process(target=collector_entry, args=(child, tuple(preimports)), name="duorl-collector",
+                                   daemon=True)
+        with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
+            self.process.start()
+        child.close()
+        self.handed = False
+
+    def hand(self, args: CollectorArgs) -> mp.Process:
+        """Send the collector its arguments (CUDA tensors as IPC handles, CPU ones as shared memory), from a
+        thread: the collector reads them once its imports are done, and a message larger than the pipe's
+        buffer (a resumed env's state) must not hold the learner, which goes on to capture meanwhile. A
+        collector that dies before reading them is the learner's liveness check's to report."""
+        def send() -> None:
+            try:
+                self.conn.send(args)
+            except OSError:  # the collector is gone (BrokenPipeError): _collector_alive names it
+                pass
+            finally:
+                self.conn.close()
+
+        self._sender = threading.Thread(target=send, name="duorl-collector-args", daemon=True)
+        self._sender.start()
+        self.handed = True
+        return self.process
+
+    def cancel(self) -> None:
+        """End it unless it was handed its arguments (it built nothing: only imports)."""
+        if self.handed:
+            return
+        self.handed = True
+        self.conn.close()
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=10)
+
+
 class Duo:
     def __init__(
         self,
@@ -112,6 +161,8 @@ class Duo:
         resume: ResumeState | None = None,
         on_collector_ready: Callable[[int, str], dict[str, Any]] | None = None,
         coordinator: RankCoordinator | None = None,
+        on_startup: Callable[[dict[str, Any]], None] | None = None,
+        prestarted: PrestartedCollector | None = None,
     ) -> None:
         s = settings
         if s.buffer_size < 2 * s.env_steps_per_sync:
@@ -130,6 +181,12 @@ class Duo:
         # it opened (MPS evidence); returns manifest entries or raises StartRefused
         self.on_collector_ready = on_collector_ready
         self.coord: RankCoordinator = coordinator if coordinator is not None else Solo()
+        # called once with both processes' start-up phases (startup_phases.merged_record), at the first
+        # update or, for a run that never updates, at its end
+        self.on_startup = on_startup
+        self._startup_reported = False
+        # a collector process started earlier, waiting for its arguments (None: spawned when needed)
+        self.prestarted = prestarted
         self.device = torch.device(settings.device)
         self._spin = spins_while_waiting(self.device)
         self.process: mp.Process | None = None
@@ -152,6 +209,10 @@ class Duo:
 
     # -- setup ---------------------------------------------------------------------------------
     def _allocate(self) -> None:
+        with PHASES.phase("buffers"):
+            self._allocate_buffers()
+
+    def _allocate_buffers(self) -> None:
         s, spec = self.s, self.spec
         self.layout = ReplayLayout(s.num_envs, s.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
         self.ring = ReplayRing.allocate(self.layout, self.device, packed=s.config.algo.algo_params.packed_replay)
@@ -192,16 +253,22 @@ class Duo:
             # a data-parallel learner waits for the other ranks inside its update: its collector allows it more
             stall=replace(s.stall, peer_factor=2.0 if self.coord.world_size > 1 else 1.0),
             supervisor_pid=os.getppid(),
+            startup_origin=PHASES.origin,
         )
-        ctx = mp.get_context("spawn")
-        # daemon: multiprocessing terminates it if this process exits on an unhandled path
-        self.process = ctx.Process(target=collector_main, args=(args,), name="duorl-collector", daemon=True)
-        # the collector dies with this process from its first import of duorl (runtime/orphans.py), and
-        # ignores SIGINT and SIGTERM from its first instruction until its handlers exist: a launcher's
-        # Ctrl-C or SIGTERM to the rank's process group must not kill it while it starts (its learner,
-        # signalled too, stops the run cleanly); an ignored disposition survives the exec
-        with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
-            self.process.start()
+        if self.prestarted is not None and self.prestarted.process.is_alive():
+            self.process = self.prestarted.hand(args)
+        else:
+            if self.prestarted is not None:  # it died importing: a plain spawn shows why, where it fails
+                self.prestarted.cancel()
+            ctx = mp.get_context("spawn")
+            # daemon: multiprocessing terminates it if this process exits on an unhandled path
+            self.process = ctx.Process(target=collector_main, args=(args,), name="duorl-collector", daemon=True)
+            # the collector dies with this process from its first import of duorl (runtime/orphans.py), and
+            # ignores SIGINT and SIGTERM from its first instruction until its handlers exist: a launcher's
+            # Ctrl-C or SIGTERM to the rank's process group must not kill it while it starts (its learner,
+            # signalled too, stops the run cleanly); an ignored disposition survives the exec
+            with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
+                self.process.start()
         self._watch = PeerWatch(self.control, self._beat, self.process.pid, s.stall)
 
     def _collector_alive(self) -> str | None:
@@ -225,6 +292,7 @@ class Duo:
         self._done_iterations = start
         ending = self._start_and_loop(start, t_start)
         k = self._done_iterations
+        self._report_startup()  # a run that never updated (a warm-up, an early stop) reports at its end
         self._shutdown(final_boundary=k)
         if ending.status == "completed" and self._stop_requested():
             ending.status = "interrupted"
@@ -258,25 +326,64 @@ class Duo:
         return ending
 
     def _start_collector(self, start: int) -> None:
-        """Publish W_start, spawn the collector, wait for its env, and report the run started."""
-        self.board.publish(self.learner.actor, start)
-        sync(self.device)
-        self.control.set(WEIGHTS_VERSION, start)
-        self._spawn_collector(start)
+        """Publish W_start, spawn the collector, capture the learner's first update cycle while the
+        collector starts, wait for its env, and report the run started."""
+        with PHASES.phase("spawn"):
+            self.board.publish(self.learner.actor, start)
+            sync(self.device)
+            self.control.set(WEIGHTS_VERSION, start)
+            self._spawn_collector(start)
         assert self.process is not None
-        wait_until(
-            lambda: self.control.get(COLLECTOR_READY) == 1,
-            self._collector_alive,
-            "the learner waited for the collector to build its env",
-            self._wait_stop,
-            watch=self._watch,
-            spin=self._spin,
-        )
+        self._say_startup("learner ready, collector spawned")  # every phase of this process so far
+        self._prepare_first_update(start)
+        with PHASES.phase("waiting for the collector's env"):
+            wait_until(
+                lambda: self.control.get(COLLECTOR_READY) == 1,
+                self._collector_alive,
+                "the learner waited for the collector to build its env",
+                self._wait_stop,
+                watch=self._watch,
+                spin=self._spin,
+            )
         manifest = self._manifest()
         if self.on_collector_ready is not None:
             manifest.update(self.on_collector_ready(self.process.pid, self.control.read_device()))
         self.coord.barrier("every rank's collector built its env")
         self.reporter.started(manifest)
+
+    def _prepare_first_update(self, start: int) -> None:
+        """Capture the whole-cycle graph of the first update now, while the collector imports, builds its env
+        and compiles its first tick: the compile and capture (37.8 s of a cold H200, benchmarks/
+        2026-12-02_g1_walk_head_h200/) then overlap the collector's instead of following its first
+        iterations (`learning_starts`), and the first update only replays. The warm-up iterations run on
+        the empty ring (any window: only the shapes matter) and leave the learner's state as it was."""
+        s = self.s
+        if self.graph is None or s.updates_per_step <= 0 or start >= s.max_iterations:
+            return
+        self._beat.phase(self._train_phase())  # the first update's cycle: 'compiling or capturing'
+        self.sampler.set_window(0, 1)
+        with PHASES.phase("graph capture"):
+            self.graph.prepare(self.sampler.sample, s.updates_per_step)
+        self._say_startup("learner's first update captured", ("graph capture",))
+
+    def _say_startup(self, what: str, names: tuple[str, ...] | None = None) -> None:
+        """One start-up line of these phases (None: all so far)."""
+        if self.s.report_startup:
+            phases = list(PHASES.phases) if names is None else [p for p in map(PHASES.last, names) if p is not None]
+            print(console_line(what, phases, PHASES.origin), flush=True)
+
+    def _report_startup(self) -> None:
+        """Hand both processes' start-up phases to on_startup, once."""
+        if self._startup_reported:
+            return
+        self._startup_reported = True
+        text = self.control.read_startup() if self.control is not None else ""
+        try:
+            collector = json.loads(text) if text else None
+        except ValueError:  # cut at the buffer's size: the learner's half is still worth writing
+            collector = None
+        if self.on_startup is not None:
+            self.on_startup(merged_record(PHASES.record(), collector))
 
     @staticmethod
     def _record_ending(ending: _Ending, e: BaseException) -> None:
@@ -389,6 +496,7 @@ class Duo:
             self._publish(k)
             t_end = time.perf_counter()
             self._done_iterations = k + 1
+            self._startup_milestones(k, start, trained is not None)
             metrics.add((t_end - t_iter) * 1e3, waited * 1e3, (t_end - t_pub) * 1e3, cstats)
             if cstats is not None and cstats.get("collector_tick_graph") == 1.0:
                 self.tick_graph_active = True
@@ -397,6 +505,18 @@ class Duo:
             if (k + 1) % s.config.algo.save_interval == 0 and k + 1 < s.max_iterations:
                 self._periodic_checkpoint(k)
         return last
+
+    def _startup_milestones(self, k: int, start: int, trained: bool) -> None:
+        """The first iteration, the first one on collected ticks, the first update: the last ends start-up."""
+        if self._startup_reported:
+            return
+        if k == start:
+            PHASES.mark("first iteration")
+        if k == start + 1:
+            PHASES.mark("first iteration on collected ticks")
+        if trained:
+            PHASES.mark("first update")
+            self._report_startup()
 
     def _agreed_stop(self, stop: Callable[[], bool], t_start: float) -> bool:
         """Whether every rank stops before this iteration (a stop request or max_wall_s)."""

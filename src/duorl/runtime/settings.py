@@ -44,6 +44,8 @@ class DuoSettings:
     on_learner_gone: Callable[[str], None] | None = None
     # snapshot_dir is a scratch folder of this rank (removed by the collector if the learner dies)
     snapshot_dir_is_scratch: bool = False
+    # print the start-up lines (duorl/startup_phases.py): rank 0's learner and collector
+    report_startup: bool = False
 
     @property
     def num_envs(self) -> int:

@@ -24,6 +24,7 @@ from torch import nn
 
 from duorl.runtime.replay import ReplayRing
 from duorl.runtime.timing import PhaseTimer
+from duorl.startup_phases import PHASES
 
 
 class TickCaptureError(RuntimeError):
@@ -155,6 +156,7 @@ class CollectorTick:
         self.cuda_graph = cuda_graph
         self.timer = timer
         self.graph: torch.cuda.CUDAGraph | None = None
+        self._untouched = True  # no tick ran yet (the start-up table times the first)
         self._stream = torch.cuda.Stream(device) if cuda_graph else None
         # the env times its physics as a phase of the eager tick; a captured tick is timed whole
         env.phase_timer = None if cuda_graph else timer
@@ -178,7 +180,10 @@ class CollectorTick:
         phase = timer.phase("collector_tick_ms") if timer is not None else contextlib.nullcontext()
         with phase:
             if not self.cuda_graph:
-                self._body(timed=True)
+                first = self._untouched
+                self._untouched = False
+                with PHASES.phase("first tick") if first else contextlib.nullcontext():  # compiles (sim.tick_compile)
+                    self._body(timed=True)
             elif self.graph is not None:
                 self.graph.replay()
             else:
@@ -213,14 +218,15 @@ class CollectorTick:
         assert self._stream is not None
         current = torch.cuda.current_stream(self.device)
         self._stream.wait_stream(current)
-        with torch.cuda.stream(self._stream):
+        with PHASES.phase("first tick"), torch.cuda.stream(self._stream):
             self._body(timed=False)  # the real first tick, on the stream the capture will use
         current.wait_stream(self._stream)
         graph = torch.cuda.CUDAGraph()
         for gen in self._generators():
             graph.register_generator_state(gen)
         try:
-            with _no_gc(), torch.cuda.graph(graph, stream=self._stream, capture_error_mode="thread_local"):
+            with PHASES.phase("tick capture"), _no_gc(), \
+                    torch.cuda.graph(graph, stream=self._stream, capture_error_mode="thread_local"):
                 self._body(timed=False)
         except Exception as e:  # noqa: BLE001 - re-raised with the fix named
             raise TickCaptureError(

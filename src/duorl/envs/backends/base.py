@@ -41,6 +41,11 @@ class Backend(Protocol):
         geom_friction, body_mass) for domain randomisation; called once, before the first step."""
         ...
 
+    def prepare_kernels(self) -> None:
+        """Start compiling what the first step will need (it may go on in the background; the first step
+        waits for it); called once, after set_model_fields. A no-op where nothing is compiled."""
+        ...
+
     def state_dict(self) -> dict[str, torch.Tensor]:
         """Copies of every array the next step reads (exact resume)."""
         ...

@@ -9,22 +9,24 @@ and a torch CUDA graph captured around `step` by the caller holds the physics to
 from __future__ import annotations
 
 import contextlib
-import os
+import sys
+import time
 from typing import Any, Optional
 
 import mujoco
 import torch
 
 from duorl.envs.backends.warp_conditional import keep_modules_only
+from duorl.startup_phases import PHASES
 
 
 def quiet_warp() -> None:
-    """Warp logs one line per kernel module loaded (hundreds for MuJoCo Warp) at its default INFO level;
-    keep warnings only, unless someone asked for more (DUORL_WARP_VERBOSE=1)."""
-    import warp as wp
+    """Warp logs one line per kernel module loaded (hundreds for MuJoCo Warp) at its default INFO level:
+    count them for the start-up table instead of printing them (warp_loads.py), unless someone asked for
+    them (DUORL_WARP_VERBOSE=1)."""
+    from duorl.envs.backends import warp_loads
 
-    if wp.config.log_level == wp.LOG_INFO and not os.environ.get("DUORL_WARP_VERBOSE"):
-        wp.config.log_level = wp.LOG_WARNING
+    warp_loads.install()
 
 
 def warp_device_for(device: torch.device) -> str:
@@ -96,6 +98,9 @@ class MjWarpBackend:
             # put_data_kwargs carries contact/constraint capacities (nconmax, njmax) for contact-rich
             # tasks; the pendulum needs none.
             self._d = mjw.put_data(model, mjd, nworld=num_envs, **(put_data_kwargs or {}))
+        # what prepare_kernels' scratch world is made of
+        self._scratch_source: Any = (model, mjd, put_data_kwargs or {})
+        self._preload: Any = None
 
         d = self._d
         self.qpos = wp.to_torch(d.qpos)
@@ -116,6 +121,39 @@ class MjWarpBackend:
         self._overflow = wp.to_torch(d.overflow)
         self.diverged = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
 
+    def prepare_kernels(self) -> None:
+        """Start compiling the Warp modules the first step launches, in parallel and in the background
+        (warp_preload.py): found by a dry step on a scratch world of the same model (launches recorded, none
+        run), loaded on a thread pool while the caller goes on; the first step waits for them. Call it once
+        the model is final (after set_model_fields); without it the first step loads them one by one."""
+        from duorl.envs.backends.warp_preload import Preload, compile_threads, step_modules
+
+        if self._scratch_source is None or compile_threads() == 0:
+            return
+
+        wp, mjw = self._wp, self._mjw
+        model, mjd, kwargs = self._scratch_source
+        self._scratch_source = None
+        t0 = time.time()
+        try:
+            with wp.ScopedDevice(self._wdev):
+                scratch = mjw.put_data(model, mjd, nworld=1, **kwargs)
+                modules = step_modules(lambda: mjw.step(self._m, scratch))
+                wp.synchronize_device(self._wdev)  # the dry step's native work on the scratch arrays is done
+        except Exception as e:  # noqa: BLE001 - only the head start is lost: the first step loads them itself
+            print(f"duorl: warning: MuJoCo Warp's kernel modules were not listed ahead of the first step "
+                  f"({type(e).__name__}: {e}); it compiles them one by one", file=sys.stderr, flush=True)
+            return
+        self._preload = Preload(modules, wp.get_device(self._wdev)).start()
+        PHASES.add("warp modules listed", t0, modules=float(len(modules)))
+
+    def _wait_for_kernels(self) -> None:
+        preload, self._preload = self._preload, None
+        t0 = time.time()
+        preload.wait()
+        PHASES.add("warp modules preloaded", preload.started, preload.ended, modules=float(len(preload.modules)),
+                   workers=float(preload.workers), first_step_waited_s=time.time() - t0)
+
     def _stream(self) -> Any:
         """The warp view of torch's current stream (cached: wrapping registers the stream)."""
         if self.device.type != "cuda":
@@ -130,6 +168,8 @@ class MjWarpBackend:
             self._mjw.step(self._m, self._d)
 
     def step(self, ctrl: torch.Tensor) -> None:
+        if self._preload is not None:  # the first step: the modules it launches are being compiled
+            self._wait_for_kernels()
         self.ctrl.copy_(ctrl)
         self._overflow.zero_()
         self._step_substeps()
@@ -190,6 +230,9 @@ class MjWarpBackend:
             v.copy_(state[k])
 
     def close(self) -> None:
+        if self._preload is not None:  # no compile thread outlives the env (nor runs into Warp's teardown)
+            self._preload.wait()
+            self._preload = None
         self._joined_captures.clear()
         if self._solver_loop is not None:
             self._solver_loop.body_captures.clear()

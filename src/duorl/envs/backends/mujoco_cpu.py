@@ -118,6 +118,9 @@ class MujocoBackend:
             for m, v in zip(self._models, vals):
                 getattr(m, name)[...] = v
 
+    def prepare_kernels(self) -> None:
+        """MuJoCo's C library compiles nothing."""
+
     def reset_envs(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         m = mask.unsqueeze(1)
         self.state.copy_(torch.where(m, self._init_row, self.state))
