@@ -2,7 +2,7 @@
 
 Warp compiles a kernel module the first time one of its kernels launches, on the launching thread, one
 module after the other: a cold machine's first G1 step compiles its 35 modules in series (30-55 s on the
-development VM's CPU device, benchmarks/2026-12-03_startup_cpu/). Which modules a step launches is known
+development VM's CPU device, benchmarks/2026-12-02_startup_phases_cpu/). Which modules a step launches is known
 only by running it, because MuJoCo Warp builds most of its kernels when a step first asks for them
 (closures specialised to the model). So:
 
