@@ -62,6 +62,15 @@ def solver_early_exit_enabled(cfg: Config, tick_graph: bool) -> bool:
     return bool(tick_graph) and cfg.sim.solver_early_exit is True
 
 
+def mjlab_staged_step_enabled(task_name: str, configured: bool | None, env_device: str) -> bool:
+    """sim.mjlab_staged_step for an mjlab task's envs on `env_device` (envs/mjlab/staged_step.py): null = on
+    when they step on CUDA (its stages are CUDA graphs there); true = on (the CPU runs the stages eagerly:
+    the equality tests); false = mjlab's own env.step. Off for every other task (validated: true needs one)."""
+    if not task_name.startswith("mjlab:"):
+        return False
+    return _on_cuda(env_device) if configured is None else bool(configured)
+
+
 def data_parallel_enabled(cfg: Config, launched_rank: bool) -> bool:
     """training.data_parallel: null = on when training.devices lists more than one entry or the process
     is a rank started by torchrun / the elastic launcher; true = always (world size 1 too)."""
@@ -86,6 +95,7 @@ class Switches:
     tick_cuda_graph: bool
     tick_compile: bool
     solver_early_exit: bool
+    mjlab_staged_step: bool
     env_device: str
 
     def record(self) -> dict[str, Any]:
@@ -105,5 +115,6 @@ def resolve_switches(cfg: Config, learner_device: str, data_parallel: bool = Fal
         tick_cuda_graph=tick_graph,
         tick_compile=tick_compile_enabled(cfg, envs, tick_graph),
         solver_early_exit=solver_early_exit_enabled(cfg, tick_graph),
+        mjlab_staged_step=mjlab_staged_step_enabled(cfg.task.name, cfg.sim.mjlab_staged_step, envs),
         env_device=envs,
     )

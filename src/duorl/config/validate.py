@@ -165,6 +165,9 @@ def _check_mjlab_switches(cfg: Config) -> None:
     """Switches only duorl's own tasks have: an mjlab task's step syncs the host (no tick graph) and is
     mjlab's code (nothing of duorl's to compile)."""
     if not cfg.task.name.startswith("mjlab:"):
+        if cfg.sim.mjlab_staged_step is True:
+            raise ConfigError("sim.mjlab_staged_step", True, f"only an mjlab task steps in stages, and this run's task "
+                              f"is {cfg.task.name}", "null or false", "remove sim.mjlab_staged_step")
         return
     if cfg.sim.tick_cuda_graph is True:
         from duorl.config.catalog import tick_eager_reason

@@ -64,7 +64,8 @@ def make_vec_env(
     An mjlab task is built whole by duorl.envs.mjlab (it steps MuJoCo Warp whatever sim_cfg says).
     """
     if task_sources.is_mjlab(task_cfg.name):
-        return task_sources.mjlab_vec_env(task_cfg, num_envs, device, seed, play=play, render=render)
+        return task_sources.mjlab_vec_env(task_cfg, num_envs, device, seed, play=play, render=render,
+                                          staged_step=sim_cfg.mjlab_staged_step)
     _check("sim.name", sim_cfg.name, SIMS)
     task = make_task(task_cfg)
     if num_envs < 1:

@@ -190,9 +190,10 @@ def _mjlab_task(name: str) -> tuple[Any, str]:
 
 
 def mjlab_vec_env(task_cfg: TaskConfig, num_envs: int, device: str, seed: int, play: bool = False,
-                  render: bool = False) -> Any:
+                  render: bool = False, staged_step: bool | None = None) -> Any:
     module, task_id = _mjlab_task(task_cfg.name)
-    return module.make_vec_env(task_id, task_cfg, num_envs, device, seed, play=play, render=render)
+    return module.make_vec_env(task_id, task_cfg, num_envs, device, seed, play=play, render=render,
+                               staged_step=staged_step)
 
 
 # ------------------------------------------------------------------------------------ tasks, specs
