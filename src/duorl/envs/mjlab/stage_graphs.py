@@ -71,22 +71,65 @@ def _caller() -> str:
     return "?"
 
 
-class _NoHostData(TorchFunctionMode):
-    """Refuses tensors made from Python or numpy data inside a stage: on CUDA each is a host-to-device copy
-    (a sync, and a capture error); a tensor made from a Python scalar on the device (`x[:] = 0`) is fine."""
+_HOST_COPIES = (torch.Tensor.cpu, torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.item)
 
-    def __init__(self, name: str) -> None:
+
+class CaptureGuard(TorchFunctionMode):
+    """The Python of a graph stage, as a capture sees it.
+
+    mjlab indexes tensors with Python lists of ids (`joint_pos[:, asset_cfg.joint_ids]`), and torch turns
+    each list into an index tensor copied from the host (a sync, and a capture error on CUDA). The guard
+    hands torch a device tensor of the same ids instead, made on a stage's eager run before its capture
+    and kept in `index_cache` (a boolean list becomes the positions of its True entries, which select
+    the same elements): the same gather, no copy. A list first met inside a capture, and a tensor made
+    from host data (`torch.tensor(...)`), raise StageCaptureError (a host-to-device copy on CUDA)."""
+
+    def __init__(self, name: str, index_cache: dict[Any, torch.Tensor], capturing: bool) -> None:
         super().__init__()
         self.name = name
+        self.cache = index_cache
+        self.capturing = capturing
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        data = args[0] if args else kwargs.get("data")
-        made = func is torch.tensor or (func is torch.as_tensor and not isinstance(data, (torch.Tensor, np.ndarray)))
-        if made:  # (as_tensor of a numpy array shares its memory: warp's to_torch on the CPU)
-            raise StageCaptureError(f"stage '{self.name}' makes a tensor from host data ({func.__name__}) at "
-                                    f"{_caller()}: a host-to-device copy on CUDA")
+        if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and len(args) > 1:
+            index = self._device_index(args[1], args[0].device)
+            if index is not args[1]:
+                args = (args[0], index, *args[2:])
+        elif self.capturing and func in _HOST_COPIES:
+            raise StageCaptureError(f"stage '{self.name}' copies a tensor to the host ({func.__name__}) at {_caller()}")
+        elif self.capturing:
+            data = args[0] if args else kwargs.get("data")
+            made = func is torch.tensor or (func is torch.as_tensor and not isinstance(data, (torch.Tensor, np.ndarray)))
+            if made:  # (as_tensor of a numpy array shares its memory: warp's to_torch on the CPU)
+                raise StageCaptureError(f"stage '{self.name}' makes a tensor from host data ({func.__name__}) at "
+                                        f"{_caller()}: a host-to-device copy on CUDA")
         return func(*args, **kwargs)
+
+    def _device_index(self, index: Any, device: torch.device) -> Any:
+        parts = index if isinstance(index, tuple) else (index,)
+        if not any(isinstance(p, (list, range, np.ndarray)) for p in parts):
+            return index
+        out = []
+        for p in parts:
+            if isinstance(p, (list, range, np.ndarray)):
+                ids = np.asarray(p)
+                if ids.ndim != 1 or not (ids.dtype == bool or np.issubdtype(ids.dtype, np.integer) or ids.size == 0):
+                    raise StageCaptureError(f"stage '{self.name}' indexes a tensor with {type(p).__name__} {ids.shape} "
+                                            f"at {_caller()}: only flat lists of ids or flags have a device stand-in")
+                if ids.dtype == bool:
+                    ids = np.flatnonzero(ids)
+                ids = ids.astype(np.int64)
+                key = (str(device), ids.tobytes())
+                t = self.cache.get(key)
+                if t is None:
+                    if self.capturing:
+                        raise StageCaptureError(f"stage '{self.name}' indexes with a list first met in its capture at "
+                                                f"{_caller()}: its device copy would be a host-to-device copy")
+                    t = self.cache[key] = torch.from_numpy(ids).to(device)
+                p = t
+            out.append(p)
+        return tuple(out) if isinstance(index, tuple) else out[0]
 
 
 class _Recorder(TorchDispatchMode):
@@ -173,10 +216,10 @@ class CpuReplayGraph:
         self._trace: list[tuple[Any, ...]] = []
         self.captured = False
 
-    def capture_and_run(self, fn: Callable[[], None], sim: Any) -> None:
+    def capture_and_run(self, fn: Callable[[], None], sim: Any, index_cache: dict[Any, torch.Tensor]) -> None:
         """Run `fn` once, recording its device work (with mjlab's sim set up as a capture sets it)."""
         trace: list[tuple[Any, ...]] = []
-        with capture_settings(sim), _record_warp(trace, self.name), _NoHostData(self.name), \
+        with capture_settings(sim), _record_warp(trace, self.name), CaptureGuard(self.name, index_cache, True), \
                 _Recorder(trace, self.name):
             fn()
         self._trace = trace
@@ -212,15 +255,19 @@ def _torch_array_writes_on_current_stream() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def capture_settings(sim: Any) -> Iterator[None]:
-    """mjlab's Simulation as a capture needs it: its warp graphs set aside (kernels launched one by one) and
-    MuJoCo Warp's solver on its fixed iteration loop (model.opt.graph_conditional off)."""
+def capture_settings(sim: Any, solver_loop: Any = None) -> Iterator[None]:
+    """mjlab's Simulation as a capture needs it: its warp graphs set aside (kernels launched one by one), and
+    MuJoCo Warp's solver loop either a while-node joined to the capture (`solver_loop`, a
+    warp_conditional.JoinedSolverLoop: it stops once every world has converged, as mjlab's own graphs do)
+    or its fixed iteration loop (model.opt.graph_conditional off: the CPU)."""
     opt = sim.wp_model.opt
     saved = (sim.use_cuda_graph, opt.graph_conditional)
     sim.use_cuda_graph = False
-    opt.graph_conditional = False
+    loop = solver_loop.active(sim.wp_model) if solver_loop is not None else contextlib.nullcontext()
+    if solver_loop is None:
+        opt.graph_conditional = False
     try:
-        with _torch_array_writes_on_current_stream():
+        with _torch_array_writes_on_current_stream(), loop:
             yield
     finally:
         sim.use_cuda_graph, opt.graph_conditional = saved
@@ -246,10 +293,11 @@ class CudaStageGraph:
     loads its kernel modules, cuBLAS makes its workspace, lazy buffers appear), then captures it and
     replays the capture once: capture records without running."""
 
-    def __init__(self, name: str, device: torch.device, stream: torch.cuda.Stream) -> None:
+    def __init__(self, name: str, device: torch.device, stream: torch.cuda.Stream, solver_loop: Any = None) -> None:
         self.name = name
         self.device = device
         self.stream = stream
+        self.solver_loop = solver_loop
         self.graph: torch.cuda.CUDAGraph | None = None
         self._warp_graphs: list[Any] = []
 
@@ -257,7 +305,7 @@ class CudaStageGraph:
     def captured(self) -> bool:
         return self.graph is not None
 
-    def capture_and_run(self, fn: Callable[[], None], sim: Any) -> None:
+    def capture_and_run(self, fn: Callable[[], None], sim: Any, index_cache: dict[Any, torch.Tensor]) -> None:
         import warp as wp
 
         from duorl.envs.backends.warp_conditional import keep_modules_only
@@ -269,11 +317,12 @@ class CudaStageGraph:
         graph = torch.cuda.CUDAGraph()
         stream.wait_stream(current)
         try:
-            with torch.cuda.stream(stream), capture_settings(sim), wp.ScopedDevice(wdev), \
+            with torch.cuda.stream(stream), capture_settings(sim, self.solver_loop), wp.ScopedDevice(wdev), \
                     wp.ScopedStream(wstream, sync_enter=False):
                 with _no_gc(), torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
                     with wp.ScopedCapture(device=wdev, stream=wstream, external=True,
-                                          capture_mode=wp.CaptureMode.THREAD_LOCAL) as capture:
+                                          capture_mode=wp.CaptureMode.THREAD_LOCAL) as capture, \
+                            CaptureGuard(self.name, index_cache, True):
                         fn()
         except Exception as e:  # noqa: BLE001 - re-raised with the stage named
             current.wait_stream(stream)
@@ -294,18 +343,22 @@ class CudaStageGraph:
         self._warp_graphs.clear()
 
 
-def run_eagerly_on(stream: torch.cuda.Stream | None, fn: Callable[[], None]) -> None:
+def run_eagerly_on(stream: torch.cuda.Stream | None, fn: Callable[[], None],
+                   guard: CaptureGuard | None = None) -> None:
     """`fn` eagerly; on CUDA on `stream`, forked from and joined back to the current stream (the warm-up
-    run before a capture: on the stream the capture will use)."""
+    run before a capture: on the stream the capture will use). `guard`: a CaptureGuard to run it under
+    (a graph stage's warm-up makes its device index tensors)."""
+    ctx = guard if guard is not None else contextlib.nullcontext()
     if stream is None:
-        fn()
+        with ctx:
+            fn()
         return
     import warp as wp
 
     current = torch.cuda.current_stream(stream.device)
     stream.wait_stream(current)
     with torch.cuda.stream(stream), _torch_array_writes_on_current_stream(), \
-            wp.ScopedStream(wp.stream_from_torch(stream), sync_enter=False):
+            wp.ScopedStream(wp.stream_from_torch(stream), sync_enter=False), ctx:
         fn()
     current.wait_stream(stream)
 
@@ -354,52 +407,67 @@ def _compatible(old: torch.Tensor, new: Any) -> bool:
 
 
 class RebindWatch:
-    """Tensor attributes of mjlab's objects (and dicts of tensors) as they stand before a stage runs.
+    """Tensor attributes of mjlab's objects (and the tensors of their dict attributes) as they stand before a
+    stage runs.
 
-    mjlab often rebinds an attribute to a new tensor instead of writing into the one it held
-    (`self.peak_heights = torch.where(...)`, a sensor's hit positions, `env.reset_buf`). A graph reads the
-    tensors that were bound when it was captured, so a rebinding stage would leave later graphs (and the
-    next replay of its own) reading a stale tensor. `restore_identity()`, run at the end of the stage
-    (inside the capture: the copies are part of the graph), copies each new value into the tensor the
-    attribute held before and binds that one again; `undo()` rebinds the old objects without copying
-    (after a failed capture). `rebound` names what was restored, `unhandled` what could not be (a new
-    shape, None, another type)."""
+    mjlab often rebinds an attribute (or a dict entry) to a new tensor instead of writing into the one it
+    held (`self.peak_heights = torch.where(...)`, a sensor's hit positions, `env.reset_buf`, a contact
+    sensor's `_history_state["force"] = ....roll(1)`). A graph reads the tensors that were bound when it was
+    captured, so a rebinding stage would leave later graphs (and the next replay of its own) reading a
+    stale tensor. `restore_identity()`, run at the end of the stage (inside the capture: the copies are
+    part of the graph), copies each new value into the tensor bound before and binds that one again;
+    `undo()` rebinds the old objects without copying (after a failed capture). `rebound` names what was
+    restored, `unhandled` what could not be (a new shape, None, another type)."""
 
     def __init__(self, root: Any) -> None:
-        self._entries: list[tuple[Any, str, Any]] = []
+        # (container, key, value, label): container is an object (key: attribute name) or a dict
+        self._entries: list[tuple[Any, Any, Any, str]] = []
         for obj in _mjlab_objects(root):
             for attr, value in vars(obj).items():
+                label = f"{type(obj).__name__}.{attr}"
                 if isinstance(value, torch.Tensor) or _is_tensor_dict(value):
-                    self._entries.append((obj, attr, value))
+                    self._entries.append((obj, attr, value, label))
+                if _is_tensor_dict(value):
+                    self._entries += [(value, k, v, f"{label}[{k!r}]") for k, v in value.items()]
         self.rebound: list[str] = []
         self.unhandled: list[str] = []
 
+    @staticmethod
+    def _get(container: Any, key: Any) -> Any:
+        return container.get(key) if isinstance(container, dict) else vars(container).get(key)
+
+    @staticmethod
+    def _set(container: Any, key: Any, value: Any) -> None:
+        if isinstance(container, dict):
+            container[key] = value
+        else:
+            setattr(container, key, value)
+
     def restore_identity(self) -> None:
-        for obj, attr, old in self._entries:
-            new = vars(obj).get(attr)
+        for container, key, old, label in self._entries:
+            new = self._get(container, key)
             if new is old:
                 continue
-            name = f"{type(obj).__name__}.{attr}"
             if isinstance(old, torch.Tensor) and _compatible(old, new):
                 if not _same_memory(old, new):
                     try:
                         old.copy_(new)
                     except RuntimeError:
-                        self.unhandled.append(name)
+                        self.unhandled.append(label)
                         continue
-                setattr(obj, attr, old)
-                self.rebound.append(name)
+                self._set(container, key, old)
+                self.rebound.append(label)
             elif (isinstance(old, dict) and isinstance(new, dict) and old.keys() == new.keys()
                   and all(_compatible(old[k], new[k]) for k in old)):
                 for k in old:
                     if not _same_memory(old[k], new[k]):
                         old[k].copy_(new[k])
-                setattr(obj, attr, old)
-                self.rebound.append(name)
+                self._set(container, key, old)
+                self.rebound.append(label)
             else:
-                self.unhandled.append(name)
+                self.unhandled.append(label)
 
     def undo(self) -> None:
-        for obj, attr, old in self._entries:
-            if vars(obj).get(attr) is not old:
-                setattr(obj, attr, old)
+        for container, key, old, _ in self._entries:
+            if self._get(container, key) is not old:
+                self._set(container, key, old)

@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from duorl.envs.mjlab.stage_graphs import (
+    CaptureGuard,
     CpuReplayGraph,
     CudaStageGraph,
     RebindWatch,
@@ -133,6 +134,7 @@ class StagedStep:
         if graphs == "cpu-replay" and self.device.type != "cpu":
             raise ValueError(f"graphs='cpu-replay' needs CPU envs, these step on {self.device}")
         self.graphs = graphs
+        self.notes: list[str] = []
         from duorl.envs.mjlab.graph_safe import install
 
         self.replacements = install(env)
@@ -152,19 +154,37 @@ class StagedStep:
         self._event = torch.cuda.Event() if cuda else None
         self._reset_mask = torch.zeros(n, dtype=torch.bool, device=dev)
         self._stream = torch.cuda.Stream(dev) if graphs == "cuda" else None
+        self._solver_loop = self._joined_solver_loop() if graphs == "cuda" else None
         self._host_ids: dict[str, np.ndarray] = {}
         self._dev_ids: dict[str, torch.Tensor] = {}
         self._out: Any = None  # the observe stage's StepOutcome (graph tensors once captured)
         self._obs_out: dict[str, torch.Tensor] = {}
         self._final_out: dict[str, torch.Tensor] = {}
+        self._bad = torch.zeros(n, dtype=torch.bool, device=dev)
         self._nan = torch.zeros((), dtype=torch.int64, device=dev)
         self._reset_ids_now: torch.Tensor | None = None
+        self._index_cache: dict[Any, torch.Tensor] = {}  # device stand-ins of mjlab's id lists (CaptureGuard)
         self._curricula = bool(getattr(env.curriculum_manager, "active_terms", None))
         self._fingerprint: str | None = None
         self.captures = 0
         self.invalidations = 0
-        self.notes: list[str] = []
+        # envs named by the host read so far: done, interval (events fired), command (resampled)
+        self.counts: dict[str, int] = {}
         self._stages = self._plan()
+
+    def _joined_solver_loop(self) -> Any:
+        """The solver's early exit inside the graphs, as a while-node (mjlab's own graphs stop the solver once
+        every world has converged too); None where the driver lacks conditional nodes: the fixed loop, whose
+        converged worlds skip the remaining iterations inside the kernels."""
+        import warp as wp
+
+        from duorl.envs.backends.warp_conditional import JoinedSolverLoop
+
+        try:
+            return JoinedSolverLoop(wp, self.env.sim.wp_device)
+        except RuntimeError as e:
+            self._note(f"the solver runs its fixed {self.env.sim.wp_model.opt.iterations} iterations in the graphs: {e}")
+            return None
 
     # ------------------------------------------------------------------------------------------ plan
 
@@ -174,7 +194,9 @@ class StagedStep:
         stages: dict[str, _Stage] = {}
 
         def add(name: str, parts: list[Callable[[], None]], capturable: bool, why: str | None = None) -> None:
-            stages[name] = _Stage(name, parts, capturable and self.graphs != "none", why)
+            if capturable and self.graphs == "none":
+                capturable, why = False, "graphs='none': every stage runs eagerly"
+            stages[name] = _Stage(name, parts, capturable, why)
 
         add("physics", [self._physics], True)
         if "step" in env.event_manager.available_modes:
@@ -322,9 +344,17 @@ class StagedStep:
         env, vec = self.env, self.vec
         out = vec.after_step(env.obs_buf, env.reward_buf, env.reset_terminated, env.reset_time_outs)
         self._out = out
-        self._nan = out.bad.sum()
-        self._obs_out = {k: v.clone() for k, v in out.final_obs.items()}
-        self._final_out = {k: v.clone() for k, v in out.final_obs.items()}
+        # what later stages and the caller read lives in buffers made once (a graph replays into them
+        # whether this stage is a graph or eager)
+        if not self._obs_out:
+            self._obs_out = {k: torch.empty_like(v) for k, v in out.final_obs.items()}
+            self._final_out = {k: torch.empty_like(v) for k, v in out.final_obs.items()}
+            self._bad = torch.empty_like(out.bad)
+        for k, v in out.final_obs.items():
+            self._obs_out[k].copy_(v)
+            self._final_out[k].copy_(v)
+        self._bad.copy_(out.bad)
+        self._nan.copy_(out.bad.sum())
 
     def _reset_done(self) -> None:
         """ManagerBasedRlEnv.reset(env_ids) up to its write_data_to_sim: the done envs' _reset_idx, and the
@@ -383,7 +413,7 @@ class StagedStep:
         """The fresh observation for the reset envs; it is also the final observation of a non-finite one."""
         fresh = self.vec._obs(self.env.obs_buf)
         mask = self._reset_mask.unsqueeze(1)
-        bad = (self._reset_mask & self._out.bad).unsqueeze(1)
+        bad = (self._reset_mask & self._bad).unsqueeze(1)
         for k, v in fresh.items():
             self._obs_out[k].copy_(torch.where(mask, v, self._obs_out[k]))
             self._final_out[k].copy_(torch.where(bad, v, self._final_out[k]))
@@ -462,6 +492,9 @@ class StagedStep:
         names = ["done"] + [f"interval{i}" for i in range(len(self._interval_cfgs))] + \
                 [f"command{j}" for j in range(len(self._commands))]
         self._host_ids = {name: np.flatnonzero(host[r]) for r, name in enumerate(names)}
+        for name, ids in self._host_ids.items():
+            kind = name.rstrip("0123456789")
+            self.counts[kind] = self.counts.get(kind, 0) + len(ids)
         # right after the read the device queue is empty: the index copies wait for nothing
         self._dev_ids = {name: torch.as_tensor(ids, device=self.device) for name, ids in self._host_ids.items()
                          if len(ids) > 0}
@@ -469,7 +502,7 @@ class StagedStep:
     def _read_bad_not_done(self, done: np.ndarray) -> np.ndarray:
         """Envs whose state or reward turned non-finite although their episode did not end (read after the
         done envs' _reset_idx was launched, so the device has mostly caught up)."""
-        bad = self._out.bad
+        bad = self._bad
         if self._event is not None:
             self._bad_host.copy_(bad, non_blocking=True)
             self._event.record()
@@ -512,7 +545,8 @@ class StagedStep:
             if watch is not None:
                 watch.restore_identity()
 
-        run_eagerly_on(self._stream if warm_up else None, body)
+        guard = CaptureGuard(stage.name, self._index_cache, capturing=False) if stage.capturable else None
+        run_eagerly_on(self._stream if warm_up else None, body, guard)
         if watch is not None and watch.rebound and not stage.capturable:
             stage.keep_watching = True
 
@@ -524,10 +558,10 @@ class StagedStep:
             stage.run_parts()
             watch.restore_identity()
 
-        graph = (CudaStageGraph(stage.name, self.device, self._stream) if self.graphs == "cuda"
+        graph = (CudaStageGraph(stage.name, self.device, self._stream, self._solver_loop) if self.graphs == "cuda"
                  else CpuReplayGraph(stage.name))
         try:
-            graph.capture_and_run(body, self.env.sim)
+            graph.capture_and_run(body, self.env.sim, self._index_cache)
         except StageCaptureError as e:
             if self.graphs == "cpu-replay":
                 raise
@@ -554,6 +588,8 @@ class StagedStep:
                 stage.graph.release()
             stage.graph = None
             stage.runs = 0
+        if self._solver_loop is not None:
+            self._solver_loop.body_captures.clear()
 
     def describe(self) -> dict[str, Any]:
         """For the profile and the manifest: each stage, graph or eager and why; what graph_safe bound."""
@@ -561,6 +597,7 @@ class StagedStep:
             "graphs": self.graphs,
             "captures": self.captures,
             "invalidations": self.invalidations,
+            "host_read_counts": dict(self.counts),
             "stages": {name: ({"graph": s.graph is not None, "runs": s.runs} if s.capturable
                               else {"graph": False, "eager_because": s.why_eager})
                        for name, s in self._stages.items()},

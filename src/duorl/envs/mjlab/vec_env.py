@@ -157,6 +157,8 @@ class MjlabVecEnv(VecEnv):
         return self.env.render()
 
     def close(self) -> None:
+        if self.staged is not None:
+            self.staged.release()  # the graphs go before the env they read
         self.env.close()
 
 
