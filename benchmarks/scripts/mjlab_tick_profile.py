@@ -259,14 +259,19 @@ def instrument(tick: Any, stages: Stages) -> None:
     stages.wrap(em, "reset", "events.reset")
 
 
-def build_tick(task: str, num_envs: int, device: str, staged: bool, overrides: list[str]) -> Any:
+def build_tick(task: str, num_envs: int, device: str, staged: bool, overrides: list[str], cpu_replay: bool) -> Any:
     from duorl.cli.bench.collector import build_collector_tick
     from duorl.config.load import load_config
+    from duorl.envs.mjlab.vec_env import attach_staged_step
 
     dev = ["training.devices=[0]"] if device.startswith("cuda") else ["training.devices=[cpu]"]
     cfg = load_config("sac", f"mjlab:{task}", "mjwarp",
                       [*dev, f"sim.mjlab_staged_step={'true' if staged else 'false'}", *overrides])
-    return build_collector_tick(cfg, num_envs, device, cuda_graph=False)
+    tick = build_collector_tick(cfg, num_envs, device, cuda_graph=False)
+    if staged and cpu_replay and not device.startswith("cuda"):
+        # the CPU stand-in for the CUDA graphs: the ops of a replayed stage show as that stage's
+        attach_staged_step(tick.env, required=True, graphs="cpu-replay")
+    return tick
 
 
 def _sync(device: str) -> None:
@@ -387,7 +392,7 @@ def sync_debug_pass(tick: Any, ticks: int, first: int) -> list[dict[str, Any]]:
 
 def profile_arm(args: argparse.Namespace, arm: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    tick = build_tick(args.task, args.num_envs, args.device, arm == "staged", args.overrides)
+    tick = build_tick(args.task, args.num_envs, args.device, arm == "staged", args.overrides, args.cpu_replay)
     build_s = time.perf_counter() - t0
     first = 0
     tick.run(first, args.warmup)
@@ -414,6 +419,7 @@ def profile_arm(args: argparse.Namespace, arm: str) -> dict[str, Any]:
     staged = getattr(tick.env, "staged", None)
     if staged is not None:
         out["staged"] = staged.describe()
+        out["graph_stages"] = sorted(f"stage:{n}" for n, st in out["staged"]["stages"].items() if st.get("graph"))
     tick.release()
     tick.env.close()
     return out
@@ -439,9 +445,15 @@ def print_arm(r: dict[str, Any]) -> None:
     for k, v in c["warp_launches_per_tick"].items():
         warp_by_stage[k.split("|")[0]] += v
     keys = sorted(set(c["ops_per_tick"]) | set(warp_by_stage) | set(c["host_ms_per_tick"]))
+    graphs = set(r.get("graph_stages", []))
     for k in keys:
-        print(f"   {k[-70:]:70s} {c['ops_per_tick'].get(k, 0):8.1f} {warp_by_stage.get(k, 0):6.1f} "
+        label = k + ("  [graph]" if any(k.endswith(g) or f"{g}/" in k for g in graphs) else "")
+        print(f"   {label[-70:]:70s} {c['ops_per_tick'].get(k, 0):8.1f} {warp_by_stage.get(k, 0):6.1f} "
               f"{c['host_ms_per_tick'].get(k, 0):8.2f} {c['calls_per_tick'].get(k, 0):6.2f}")
+    if graphs:
+        inside = sum(v for k, v in c["ops_per_tick"].items() if any(k.endswith(g) or f"{g}/" in k for g in graphs))
+        print(f"   ops per tick inside graph stages: {inside:.1f} (one graph launch each on CUDA); eager: "
+              f"{c['totals']['ops'] - inside:.1f}")
     print("   host syncs (per tick, stage, kind, source):")
     for s in c["syncs"]:
         print(f"   {s['per_tick']:6.2f}  {s['stage'][-45:]:45s} {s['kind'][:34]:34s} {s['source']}")
@@ -460,6 +472,9 @@ def main() -> int:
     p.add_argument("--max-extra-warmup", type=int, default=200,
                    help="more warm-up ticks, at most, until the staged step has captured every graph stage")
     p.add_argument("--out", default=None)
+    p.add_argument("--no-cpu-replay", dest="cpu_replay", action="store_false",
+                   help="on the CPU run the staged arm's stages eagerly (sim.mjlab_staged_step=true as is) instead of "
+                        "replaying its graph stages as CpuReplayGraph (whose ops then show under stage:<name>)")
     p.add_argument("overrides", nargs="*")
     args = p.parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():

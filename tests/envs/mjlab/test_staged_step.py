@@ -148,7 +148,7 @@ def test_g1_velocity_staged_step_replayed_equals_mjlabs_own_step():
 
 
 @pytest.mark.parametrize("graphs,steps", [
-    pytest.param("cpu-replay", 300, marks=pytest.mark.slow),
+    pytest.param("cpu-replay", 150, marks=pytest.mark.slow),
     ("none", 60),  # what the CPU runs with sim.mjlab_staged_step=true
 ])
 def test_cartpole_staged_step_equals_mjlabs_own_step(graphs, steps):

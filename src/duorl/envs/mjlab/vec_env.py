@@ -214,5 +214,3 @@ def attach_staged_step(vec: MjlabVecEnv, required: bool, graphs: str | None = No
         print(f"duorl: note: {vec.spec.task} keeps mjlab's own step (sim.mjlab_staged_step): {e}",
               file=sys.stderr, flush=True)
         return
-    vec.tick_eager_reason = (MJLAB_TICK_EAGER_REASON + "; its host-sync-free stages are CUDA graphs "
-                             "(sim.mjlab_staged_step)" if mode == "cuda" else MJLAB_TICK_EAGER_REASON)
