@@ -194,6 +194,8 @@ class StagedStep:
         stages: dict[str, _Stage] = {}
 
         def add(name: str, parts: list[Callable[[], None]], capturable: bool, why: str | None = None) -> None:
+            if not parts:
+                return
             if capturable and self.graphs == "none":
                 capturable, why = False, "graphs='none': every stage runs eagerly"
             stages[name] = _Stage(name, parts, capturable, why)
@@ -224,6 +226,10 @@ class StagedStep:
             add("observe.sense", observe, True)
             add("observe.observations", [self._observe], False, obs_why)
             add("observe.wrap", [self._wrap], True)
+        # the stages of every tick in their order: up to the host read, then after it
+        names = list(stages)
+        self._before_read = names[:names.index("flags") + 1]
+        self._after_read = names[names.index("flags") + 1:]
         add("reset", [self._reset_done], False, "mjlab's _reset_idx: draws and logs sized by the done envs")
         tail_why = obs_why or self._tail_eager_reason()
         if tail_why is None:
@@ -431,19 +437,11 @@ class StagedStep:
         timer = self.vec.phase_timer
         phase = timer.phase("collector_backend_step_ms") if timer is not None else contextlib.nullcontext()
         with phase:
-            self.run_stage("physics")
-            if "events.step" in self._stages:
-                self.run_stage("events.step")
-            self.run_stage("flags")
+            for name in self._before_read:
+                self.run_stage(name)
             self._read_flags()
-            self.run_stage("events.interval")
-            for j in range(len(self._commands)):
-                self.run_stage(f"commands.{j}.pre")
-                self.run_stage(f"commands.{j}.resample" if f"commands.{j}.resample" in self._stages
-                               else f"commands.{j}.compute")
-            for name in ("observe", "observe.sense", "observe.observations", "observe.wrap"):
-                if name in self._stages:
-                    self.run_stage(name)
+            for name in self._after_read:
+                self.run_stage(name)
         log: dict[str, Any] = {}
         done = self._host_ids["done"]
         if len(done) > 0:
