@@ -135,10 +135,12 @@ def test_g1_velocity_staged_step_replayed_equals_mjlabs_own_step():
     finally:
         eager.close()
         staged.close()
-    # every graph stage was captured and replayed (none fell back to eager)
+    # every graph stage was captured and replayed (none fell back to eager), and the reset bodies of the
+    # counts of done envs that came back more than once
     graphs = {name: s for name, s in state["stages"].items() if "runs" in s}
     assert set(graphs) == {"physics", "flags", "commands.0.pre", "observe", "reset.tail"}, state["stages"]
     assert all(s["graph"] for s in graphs.values()), state["stages"]
+    assert state["reset_body"]["graph_per_count"] and state["reset_body"]["captured"] >= 1, state["reset_body"]
     # the episodes ended both ways, and the host-read stages had work
     assert counts["truncated"] >= 2 and counts["terminated"] >= 3 and counts["steps_with_reset"] >= 8, counts
     reads = state["host_read_counts"]

@@ -13,6 +13,14 @@ op sizes its output by a device value: the stretch can be captured.
   RayCastSensor._extract_yaw_rotation      the fallback to the Y axis at +-90 degrees pitch (per sense)
 
 `install(env)` binds them on the env's instances (the classes stay mjlab's) and returns what it bound.
+
+The reset of the done envs (ManagerBasedRlEnv._reset_idx) is captured once per number of done envs; three
+of its managers' resets read values to the host only for their logs, so the staged step calls these
+versions instead, which change the same state and log device tensors instead of Python floats:
+
+  reset_events        EventManager.apply(mode="reset") with the env step count from a device scalar
+  command_reset       CommandManager.reset (the velocity command's: CommandTerm.reset)
+  termination_reset   TerminationManager.reset
 """
 
 from __future__ import annotations
@@ -120,3 +128,44 @@ def install(env: Any) -> list[str]:
             sensor._extract_yaw_rotation = types.MethodType(_raycast_extract_yaw_rotation, sensor)
             bound.append(f"sensor {name}: _extract_yaw_rotation")
     return bound
+
+
+def reset_events(env: Any, env_ids: torch.Tensor, step_count: torch.Tensor) -> None:
+    """EventManager.apply(mode="reset", env_ids, global_env_step_count) for terms that fire on every reset
+    (min_step_count_between_reset == 0, checked by the staged step): the count comes from `step_count`, a
+    device scalar the caller fills each tick (a captured graph would keep a Python int as it was)."""
+    from mjlab.managers.event_manager import RecomputeLevel
+
+    em = env.event_manager
+    strongest = RecomputeLevel.none
+    for index, term_cfg in enumerate(em._mode_term_cfgs["reset"]):
+        em._reset_term_last_triggered_step_id[index][env_ids] = step_count.to(
+            em._reset_term_last_triggered_step_id[index].dtype)
+        em._reset_term_last_triggered_once[index][env_ids] = True
+        term_cfg.func(env, env_ids, **term_cfg.params)
+        strongest = max(strongest, getattr(term_cfg.func, "recompute", RecomputeLevel.none))
+    if strongest != RecomputeLevel.none:
+        env.sim.recompute_constants(strongest)
+
+
+def command_reset(env: Any, env_ids: torch.Tensor) -> dict[str, Any]:
+    """CommandManager.reset over CommandTerm.reset (the velocity command adds nothing without
+    init_velocity_prob, checked): each metric's mean over the reset envs as a tensor."""
+    extras: dict[str, Any] = {}
+    for name, term in env.command_manager._terms.items():
+        for metric_name, metric_value in term.metrics.items():
+            extras[f"Metrics/{name}/{metric_name}"] = torch.mean(metric_value[env_ids])
+            metric_value[env_ids] = 0.0
+        term.command_counter[env_ids] = 0
+        term._resample(env_ids)
+    return extras
+
+
+def termination_reset(env: Any, env_ids: torch.Tensor) -> dict[str, Any]:
+    """TerminationManager.reset: each term's count over the reset envs as a tensor."""
+    tm = env.termination_manager
+    extras: dict[str, Any] = {"Episode_Termination/" + key: torch.count_nonzero(done[env_ids])
+                              for key, done in tm._term_dones.items()}
+    for term_cfg in tm._class_term_cfgs:
+        term_cfg.func.reset(env_ids=env_ids)
+    return extras

@@ -74,15 +74,25 @@ def _caller() -> str:
 _HOST_COPIES = (torch.Tensor.cpu, torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.item)
 
 
+def _plain_repr(data: Any) -> str | None:
+    """repr of data made only of Python numbers and bools in lists and tuples (None for anything else)."""
+    def plain(x: Any) -> bool:
+        if isinstance(x, (list, tuple)):
+            return all(plain(v) for v in x)
+        return isinstance(x, (bool, int, float))
+    return repr(data) if plain(data) else None
+
+
 class CaptureGuard(TorchFunctionMode):
     """The Python of a graph stage, as a capture sees it.
 
-    mjlab indexes tensors with Python lists of ids (`joint_pos[:, asset_cfg.joint_ids]`), and torch turns
-    each list into an index tensor copied from the host (a sync, and a capture error on CUDA). The guard
-    hands torch a device tensor of the same ids instead, made on a stage's eager run before its capture
-    and kept in `index_cache` (a boolean list becomes the positions of its True entries, which select
-    the same elements): the same gather, no copy. A list first met inside a capture, and a tensor made
-    from host data (`torch.tensor(...)`), raise StageCaptureError (a host-to-device copy on CUDA)."""
+    mjlab indexes tensors with Python lists of ids (`joint_pos[:, asset_cfg.joint_ids]`) and makes small
+    constants from Python data every call (`torch.tensor(ranges, device=...)`); on CUDA each is a copy from
+    the host (a sync, and a capture error). The guard keeps what the stage's eager run before its capture
+    made, in `index_cache`: for a list index, a device tensor of the same ids (a boolean list becomes the
+    positions of its True entries, which select the same elements): the same gather, no copy; for a
+    constant, the tensor, of which the capture takes a device copy. One first met inside a capture, or a
+    copy to the host there, raises StageCaptureError."""
 
     def __init__(self, name: str, index_cache: dict[Any, torch.Tensor], capturing: bool) -> None:
         super().__init__()
@@ -98,13 +108,31 @@ class CaptureGuard(TorchFunctionMode):
                 args = (args[0], index, *args[2:])
         elif self.capturing and func in _HOST_COPIES:
             raise StageCaptureError(f"stage '{self.name}' copies a tensor to the host ({func.__name__}) at {_caller()}")
-        elif self.capturing:
-            data = args[0] if args else kwargs.get("data")
-            made = func is torch.tensor or (func is torch.as_tensor and not isinstance(data, (torch.Tensor, np.ndarray)))
-            if made:  # (as_tensor of a numpy array shares its memory: warp's to_torch on the CPU)
+        elif func in (torch.tensor, torch.as_tensor):
+            return self._constant(func, args, kwargs)
+        return func(*args, **kwargs)
+
+    def _constant(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """A tensor made from Python data (mjlab builds constants such as an event's ranges this way, each
+        call): made on the eager run and kept; inside the capture a device copy of the kept one."""
+        data = args[0] if args else kwargs.get("data")
+        if isinstance(data, (torch.Tensor, np.ndarray)):  # no host data (as_tensor of numpy shares memory)
+            return func(*args, **kwargs)
+        key = ("constant", func.__name__, _plain_repr(data), repr(sorted(kwargs.items())), repr(args[1:]))
+        if key[2] is None:
+            if self.capturing:
                 raise StageCaptureError(f"stage '{self.name}' makes a tensor from host data ({func.__name__}) at "
                                         f"{_caller()}: a host-to-device copy on CUDA")
-        return func(*args, **kwargs)
+            return func(*args, **kwargs)
+        kept = self.cache.get(key)
+        if kept is None:
+            if self.capturing:
+                raise StageCaptureError(f"stage '{self.name}' makes a tensor from host data first met in its capture "
+                                        f"({func.__name__}) at {_caller()}: a host-to-device copy on CUDA")
+            out = func(*args, **kwargs)
+            self.cache[key] = out.clone()
+            return out
+        return kept.clone()
 
     def _device_index(self, index: Any, device: torch.device) -> Any:
         parts = index if isinstance(index, tuple) else (index,)

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from duorl.envs.mjlab.vec_env import MjlabVecEnv
 
 MJLAB_VERSION = "1.6.0"  # the ManagerBasedRlEnv.step this module re-sequences
+MAX_RESET_GRAPHS = 64  # reset-body graphs kept (one per number of done envs)
 GRAPH_MODES = ("none", "cuda", "cpu-replay")
 
 
@@ -165,12 +166,16 @@ class StagedStep:
         self._reset_ids_now: torch.Tensor | None = None
         self._index_cache: dict[Any, torch.Tensor] = {}  # device stand-ins of mjlab's id lists (CaptureGuard)
         self._curricula = bool(getattr(env.curriculum_manager, "active_terms", None))
+        self._step_count = torch.zeros((), dtype=torch.int64, device=dev)  # the reset events' step count
+        self._ids_buffers: dict[int, torch.Tensor] = {}  # the done envs' ids, one buffer per count
+        self._reset_lru: dict[int, None] = {}
         self._fingerprint: str | None = None
         self.captures = 0
         self.invalidations = 0
         # envs named by the host read so far: done, interval (events fired), command (resampled)
         self.counts: dict[str, int] = {}
         self._stages = self._plan()
+        self._reset_why = self._reset_eager_reason()
 
     def _joined_solver_loop(self) -> Any:
         """The solver's early exit inside the graphs, as a while-node (mjlab's own graphs stop the solver once
@@ -230,7 +235,8 @@ class StagedStep:
         names = list(stages)
         self._before_read = names[:names.index("flags") + 1]
         self._after_read = names[names.index("flags") + 1:]
-        add("reset", [self._reset_done], False, "mjlab's _reset_idx: draws and logs sized by the done envs")
+        add("reset", [self._reset_done], False, "mjlab's curriculum runs on Python values; the reset body is "
+            "a graph per number of done envs (reset.k<n>) where it can be")
         tail_why = obs_why or self._tail_eager_reason()
         if tail_why is None:
             add("reset.tail", [env.scene.write_data_to_sim, env.sim.forward, self._tail_commands, env.sim.sense,
@@ -364,14 +370,81 @@ class StagedStep:
 
     def _reset_done(self) -> None:
         """ManagerBasedRlEnv.reset(env_ids) up to its write_data_to_sim: the done envs' _reset_idx, and the
-        mask of the envs the tail refreshes."""
+        mask of the envs the tail refreshes. Where it can be captured (`_reset_eager_reason`), its body is
+        a graph per number of done envs (the draws are sized by it), between the curriculum's compute
+        (Python values) before it and the curriculum's logs after it."""
+        env = self.env
         ids = self._dev_ids["done"]
-        self.env.extras["log"] = dict()
-        self.env._reset_idx(ids)
-        self._reset_mask.zero_()
-        self._reset_mask[ids] = True
+        env.extras["log"] = dict()
+        if self._reset_why is None:
+            env.curriculum_manager.compute(env_ids=ids)
+            self._step_count.fill_(env._sim_step_counter // env.cfg.decimation)
+            self.run_stage(self._reset_stage(len(ids)))
+            env.extras["log"].update(env.curriculum_manager.reset(env_ids=ids))
+        else:
+            env._reset_idx(ids)
+            self._reset_mask.zero_()
+            self._reset_mask[ids] = True
         if self._curricula and self.graphs != "none":
             self._check_fingerprint()
+
+    def _reset_body(self, env_ids: torch.Tensor) -> None:
+        """ManagerBasedRlEnv._reset_idx (mjlab 1.6) without its curriculum's compute and reset (run around it
+        by _reset_done), with graph_safe.py's resets of the events, commands and terminations."""
+        from duorl.envs.mjlab.graph_safe import command_reset, reset_events, termination_reset
+
+        env = self.env
+        env.sim.reset(env_ids)
+        env.scene.reset(env_ids)
+        if "reset" in env.event_manager.available_modes:
+            reset_events(env, env_ids, self._step_count)
+        log = env.extras["log"]
+        log.update(env.observation_manager.reset(env_ids))
+        log.update(env.action_manager.reset(env_ids))
+        log.update(env.reward_manager.reset(env_ids))
+        log.update(env.metrics_manager.reset(env_ids))
+        log.update(command_reset(env, env_ids))
+        log.update(env.event_manager.reset(env_ids))
+        log.update(termination_reset(env, env_ids))
+        env.episode_length_buf[env_ids] = 0
+        env._manual_reset_pending[env_ids] = False
+        self._reset_mask.zero_()
+        self._reset_mask[env_ids] = True
+
+    def _reset_stage(self, k: int) -> str:
+        """The stage of the reset body for k done envs (made on first use; the least recently used graphs
+        beyond MAX_RESET_GRAPHS are dropped and captured again when their k comes back)."""
+        name = f"reset.k{k}"
+        if name not in self._stages:
+            self._stages[name] = _Stage(name, [lambda k=k: self._reset_body(self._ids_buffers[k])], True)
+        self._reset_lru.pop(k, None)
+        self._reset_lru[k] = None
+        captured = [j for j in self._reset_lru if self._stages[f"reset.k{j}"].graph is not None]
+        if len(captured) > MAX_RESET_GRAPHS:
+            if self.graphs == "cuda":
+                torch.cuda.current_stream(self.device).synchronize()  # no replay may still use its memory
+            stage = self._stages[f"reset.k{captured[0]}"]
+            stage.graph, stage.runs = None, 0
+        return name
+
+    def _reset_eager_reason(self) -> str | None:
+        """Why the reset body cannot be a graph (None: it can)."""
+        env = self.env
+        if self.graphs == "none":
+            return "graphs='none': every stage runs eagerly"
+        obs_why = self._observations_eager_reason()
+        if obs_why is not None:
+            return obs_why
+        em = env.event_manager
+        for cfg in em._mode_term_cfgs.get("reset", []) if "reset" in em.available_modes else []:
+            if cfg.min_step_count_between_reset != 0:
+                return "a reset event fires only every so many steps (a host-read trigger)"
+        for name, term in self._commands:
+            if not self._decomposable(term) or term.cfg.init_velocity_prob > 0.0:
+                return f"command {name} resets per env by a host-read draw"
+        if getattr(env.curriculum_manager, "_class_term_cfgs", None):
+            return "a curriculum term keeps state of its own"
+        return None
 
     def _host_fingerprint(self) -> str:
         """The Python values the graph stages read that a curriculum may change: reward and termination
@@ -495,7 +568,14 @@ class StagedStep:
             self.counts[kind] = self.counts.get(kind, 0) + len(ids)
         # right after the read the device queue is empty: the index copies wait for nothing
         self._dev_ids = {name: torch.as_tensor(ids, device=self.device) for name, ids in self._host_ids.items()
-                         if len(ids) > 0}
+                         if len(ids) > 0 and name != "done"}
+        done = self._host_ids["done"]
+        if len(done) > 0:  # into the buffer of its count: a reset graph reads that one
+            buf = self._ids_buffers.get(len(done))
+            if buf is None:
+                buf = self._ids_buffers[len(done)] = torch.empty(len(done), dtype=torch.int64, device=self.device)
+            buf.copy_(torch.from_numpy(done))
+            self._dev_ids["done"] = buf
 
     def _read_bad_not_done(self, done: np.ndarray) -> np.ndarray:
         """Envs whose state or reward turned non-finite although their episode did not end (read after the
@@ -591,14 +671,17 @@ class StagedStep:
 
     def describe(self) -> dict[str, Any]:
         """For the profile and the manifest: each stage, graph or eager and why; what graph_safe bound."""
+        resets = {n: s for n, s in self._stages.items() if n.startswith("reset.k")}
         return {
             "graphs": self.graphs,
+            "reset_body": {"graph_per_count": self._reset_why is None, "eager_because": self._reset_why,
+                           "counts_seen": len(resets), "captured": sum(s.graph is not None for s in resets.values())},
             "captures": self.captures,
             "invalidations": self.invalidations,
             "host_read_counts": dict(self.counts),
             "stages": {name: ({"graph": s.graph is not None, "runs": s.runs} if s.capturable
                               else {"graph": False, "eager_because": s.why_eager})
-                       for name, s in self._stages.items()},
+                       for name, s in self._stages.items() if name not in resets},
             "replacements": list(self.replacements),
             "notes": list(self.notes),
         }
