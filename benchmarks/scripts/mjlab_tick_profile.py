@@ -68,10 +68,10 @@ def source_line() -> str:
         name = frame.filename
         if any(s in name for s in _SKIP):
             continue
-        for root in _ROOTS:
-            at = name.rfind(os.sep + root)
-            if at >= 0:
-                return f"{name[at + 1:]}:{frame.lineno} {frame.name}"
+        found = [at for root in _ROOTS if (at := name.rfind(os.sep + root)) >= 0]
+        if found:  # the outermost package: duorl/envs/mjlab/... is duorl's, site-packages/mjlab/... mjlab's
+            at = min(found)
+            return f"{name[at + 1:]}:{frame.lineno} {frame.name}"
     return "?"
 
 
