@@ -44,16 +44,13 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from duorl.envs.mjlab.stage_graphs import host_read_of
+
 HERE = os.path.abspath(__file__)
 # frames inside these are not the "source line" of a sync: torch itself, this script, mjlab's TorchArray shim
 _SKIP = (os.sep + "torch" + os.sep, HERE, os.path.join("mjlab", "sim", "sim_data.py"), "contextlib.py")
 _ROOTS = ("mjlab" + os.sep, "duorl" + os.sep, "mujoco_warp" + os.sep, "warp" + os.sep)
 
-# aten ops that read a device value on the host (or need a device-dependent output shape)
-_SYNC_OPS = {"_local_scalar_dense", "nonzero", "is_nonzero", "masked_select", "unique", "_unique", "_unique2",
-             "unique_dim", "unique_consecutive", "argwhere", "nonzero_numpy", "repeat_interleave", "equal",
-             "allclose", "item"}
-_INDEX_OPS = {"index", "index_put", "index_put_", "_index_put_impl_"}
 # python-level Tensor methods that read device values (their aten op, if any, is counted under this name)
 _PY_SYNCS = {"item": "Tensor.item", "tolist": "Tensor.tolist", "numpy": "Tensor.numpy", "__bool__": "Tensor.__bool__",
              "__int__": "Tensor.__int__", "__float__": "Tensor.__float__", "__index__": "Tensor.__index__",
@@ -172,13 +169,10 @@ class _DispatchMode(TorchDispatchMode):
             else:
                 c.ops[stage] += 1
                 c.op_names[stage][base] += 1
-            if base in _SYNC_OPS:
+            read = host_read_of(func, args, kwargs)
+            if read is not None:
                 api = c.py_api[-1] if c.py_api else None
-                c.sync(f"{api} ({base})" if api else base)
-            elif base in _INDEX_OPS:
-                indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
-                if any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in (indices or ())):
-                    c.sync(f"boolean-mask {base}")
+                c.sync(f"{api} ({read})" if api else read)
             elif base in ("copy_", "_to_copy") and _crosses_to_host(args, kwargs):
                 c.sync(f"device-to-host {base}")
         return func(*args, **kwargs)
@@ -419,7 +413,7 @@ def profile_arm(args: argparse.Namespace, arm: str) -> dict[str, Any]:
     staged = getattr(tick.env, "staged", None)
     if staged is not None:
         out["staged"] = staged.describe()
-        out["graph_stages"] = sorted(f"stage:{n}" for n, st in out["staged"]["stages"].items() if st.get("graph"))
+        out["graph_stages"] = [f"stage:{n}" for n in out["staged"]["graphs_now"]]
     tick.release()
     tick.env.close()
     return out
@@ -446,14 +440,15 @@ def print_arm(r: dict[str, Any]) -> None:
         warp_by_stage[k.split("|")[0]] += v
     keys = sorted(set(c["ops_per_tick"]) | set(warp_by_stage) | set(c["host_ms_per_tick"]))
     graphs = set(r.get("graph_stages", []))
+    in_graph = lambda k: any(k.endswith(g) or f"{g}/" in k for g in graphs)  # noqa: E731
     for k in keys:
-        label = k + ("  [graph]" if any(k.endswith(g) or f"{g}/" in k for g in graphs) else "")
+        label = k + ("  [graph]" if in_graph(k) else "")
         print(f"   {label[-70:]:70s} {c['ops_per_tick'].get(k, 0):8.1f} {warp_by_stage.get(k, 0):6.1f} "
               f"{c['host_ms_per_tick'].get(k, 0):8.2f} {c['calls_per_tick'].get(k, 0):6.2f}")
     if graphs:
-        inside = sum(v for k, v in c["ops_per_tick"].items() if any(k.endswith(g) or f"{g}/" in k for g in graphs))
-        print(f"   ops per tick inside graph stages: {inside:.1f} (one graph launch each on CUDA); eager: "
-              f"{c['totals']['ops'] - inside:.1f}")
+        inside = sum(v for k, v in c["ops_per_tick"].items() if in_graph(k))
+        print(f"   ops per tick inside graph stages: {inside:.1f} (one graph launch each on CUDA; on the CPU the "
+              f"replay also copies each result into place); eager: {c['totals']['ops'] - inside:.1f}")
     print("   host syncs (per tick, stage, kind, source):")
     for s in c["syncs"]:
         print(f"   {s['per_tick']:6.2f}  {s['stage'][-45:]:45s} {s['kind'][:34]:34s} {s['source']}")

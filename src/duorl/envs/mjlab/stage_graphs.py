@@ -23,13 +23,14 @@ would fail a CUDA capture).
 from __future__ import annotations
 
 import contextlib
-import gc
 from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from duorl.gpu.graphs import no_gc
 
 
 class StageCaptureError(RuntimeError):
@@ -301,19 +302,6 @@ def capture_settings(sim: Any, solver_loop: Any = None) -> Iterator[None]:
         sim.use_cuda_graph, opt.graph_conditional = saved
 
 
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    # a collection during capture could run destructors (warp graphs, tensors) whose frees would be
-    # recorded into the new graph
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 class CudaStageGraph:
     """`fn` captured as one torch.cuda.CUDAGraph with MuJoCo Warp joined (see the module docstring).
 
@@ -347,7 +335,7 @@ class CudaStageGraph:
         try:
             with torch.cuda.stream(stream), capture_settings(sim, self.solver_loop), wp.ScopedDevice(wdev), \
                     wp.ScopedStream(wstream, sync_enter=False):
-                with _no_gc(), torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+                with no_gc(), torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
                     with wp.ScopedCapture(device=wdev, stream=wstream, external=True,
                                           capture_mode=wp.CaptureMode.THREAD_LOCAL) as capture, \
                             CaptureGuard(self.name, index_cache, True):

@@ -682,6 +682,7 @@ class StagedStep:
             "stages": {name: ({"graph": s.graph is not None, "runs": s.runs} if s.capturable
                               else {"graph": False, "eager_because": s.why_eager})
                        for name, s in self._stages.items() if name not in resets},
+            "graphs_now": sorted(n for n, s in self._stages.items() if s.graph is not None),
             "replacements": list(self.replacements),
             "notes": list(self.notes),
         }

@@ -8,7 +8,9 @@ terminate too, as mjlab's own wrapper treats them).
 
 mjlab's step reads device values on the host (which envs are done, termination counts), so a step
 cannot sit inside a CUDA graph: the collector runs its tick eagerly (`tick_capturable = False`; the
-run manifest's `collector_tick_cuda_graph` records it).
+run manifest's `collector_tick_cuda_graph` records it). With sim.mjlab_staged_step (null: on for CUDA
+envs) `step` goes through envs/mjlab/staged_step.py instead, which runs the same ops in stages whose
+host-sync-free stretches are CUDA graphs, and `after_step` below is the wrapper code both paths share.
 """
 
 from __future__ import annotations
