@@ -174,6 +174,10 @@ class StagedStep:
         self.invalidations = 0
         # envs named by the host read so far: done, interval (events fired), command (resampled)
         self.counts: dict[str, int] = {}
+        # stage runs so far, replayed graphs and eager runs; capture_enabled=False: no new captures
+        # (a benchmark's measured ticks), stages without a graph run eagerly
+        self.stage_runs = {"graph": 0, "eager": 0}
+        self.capture_enabled = True
         self._stages = self._plan()
         self._reset_why = self._reset_eager_reason()
 
@@ -600,8 +604,10 @@ class StagedStep:
         if stage.graph is not None:
             stage.graph.replay()
             self.env.extras["log"].update(stage.logs)
+            self.stage_runs["graph"] += 1
             return
-        if not stage.capturable:
+        self.stage_runs["eager"] += 1
+        if not stage.capturable or not self.capture_enabled:
             self._run_eager(stage)
             return
         if stage.runs == 0:
@@ -679,6 +685,7 @@ class StagedStep:
             "captures": self.captures,
             "invalidations": self.invalidations,
             "host_read_counts": dict(self.counts),
+            "stage_runs": dict(self.stage_runs),
             "stages": {name: ({"graph": s.graph is not None, "runs": s.runs} if s.capturable
                               else {"graph": False, "eager_because": s.why_eager})
                        for name, s in self._stages.items() if name not in resets},
