@@ -78,7 +78,9 @@ for arm in prof["arms"]:
           f"{g.get('kernels_per_tick', 0):8.0f} {c['ops']:9.0f} {c['syncs']:6.1f} {warns:10.1f}")
     if arm.get("staged"):
         eager = [n for n, s in arm["staged"]["stages"].items() if not s.get("graph")]
-        print(f"         staged: captures {arm['staged']['captures']}, eager stages {eager}, notes {arm['staged']['notes']}")
+        runs = arm.get("measured_stage_runs", {})
+        print(f"         staged: captures {arm['staged']['captures']}, eager stages {eager}, stage runs while measured "
+              f"{runs}, reset bodies {arm['staged']['reset_body']}, notes {arm['staged']['notes']}")
 for tag, task in (("g1", "G1"), ("go1", "Go1")):
     path = os.path.join(out, f"metrics_{tag}.jsonl.gz")
     if not os.path.exists(path):

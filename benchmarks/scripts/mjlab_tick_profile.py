@@ -425,9 +425,13 @@ def profile_arm(args: argparse.Namespace, arm: str) -> dict[str, Any]:
 
 
 def _all_captured(staged: Any) -> bool:
+    """Every graph stage captured, and the reset body for at least one count of done envs."""
     if staged.graphs == "none":
         return True
-    return all(s.get("graph", True) for s in staged.describe()["stages"].values() if "runs" in s)
+    state = staged.describe()
+    body = state["reset_body"]
+    return (all(s.get("graph", True) for s in state["stages"].values() if "runs" in s)
+            and (not body["graph_per_count"] or body["captured"] >= 1))
 
 
 def print_arm(r: dict[str, Any]) -> None:
