@@ -305,9 +305,9 @@ def capture_settings(sim: Any, solver_loop: Any = None) -> Iterator[None]:
 class CudaStageGraph:
     """`fn` captured as one torch.cuda.CUDAGraph with MuJoCo Warp joined (see the module docstring).
 
-    `capture_and_run` runs `fn` eagerly on the capture stream first when it has not run there before (warp
-    loads its kernel modules, cuBLAS makes its workspace, lazy buffers appear), then captures it and
-    replays the capture once: capture records without running."""
+    `capture_and_run` captures `fn` on `stream` and replays the capture once (capture records without
+    running). The caller has run `fn` eagerly on that stream before (run_eagerly_on: warp loads its kernel
+    modules, cuBLAS makes its workspace, lazy buffers appear, CaptureGuard keeps the device stand-ins)."""
 
     def __init__(self, name: str, device: torch.device, stream: torch.cuda.Stream, solver_loop: Any = None) -> None:
         self.name = name
@@ -342,6 +342,7 @@ class CudaStageGraph:
                         fn()
         except Exception as e:  # noqa: BLE001 - re-raised with the stage named
             current.wait_stream(stream)
+            _end_generator_capture()
             raise StageCaptureError(f"capturing stage '{self.name}' as a CUDA graph failed: "
                                     f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}") from e
         current.wait_stream(stream)
@@ -357,6 +358,17 @@ class CudaStageGraph:
     def release(self) -> None:
         self.graph = None
         self._warp_graphs.clear()
+
+
+def _end_generator_capture() -> None:
+    """Best effort after a failed capture: the default CUDA generator it registered can be left in capture
+    mode (every later draw would fail); capturing an empty graph ends that mode cleanly."""
+    try:
+        empty = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(empty):
+            pass
+    except Exception:  # noqa: BLE001 - the capture's own error is what the caller reports
+        pass
 
 
 def run_eagerly_on(stream: torch.cuda.Stream | None, fn: Callable[[], None],
