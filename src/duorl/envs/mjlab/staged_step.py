@@ -18,8 +18,10 @@ same ops run in the same order from the same random streams, in these stages (pe
                the mask named; [graph] its command update (graph_safe.py: mask-based)
   observe      [graph] sim.sense, the observation groups, duorl's wrapper (MjlabVecEnv.after_step:
                concatenation, Task/ rows, finiteness check, episode sums)
-  reset        [eager] mjlab's _reset_idx for the done envs (its events, curricula, command resampling
-               and logs: host reads and draws sized by the number of done envs)
+  reset        [eager] the curriculum (Python values) for the done envs, then
+  reset.k<n>   [graph, one per number n of done envs: the draws are sized by it] the rest of mjlab's
+               _reset_idx (sim and scene reset, reset events, the managers' resets: graph_safe.py's where
+               mjlab's read their logs to the host), then the curriculum's logs, eagerly
   reset.tail   [graph] write_data_to_sim, sim.forward, the commands' dt=0 update, sense, the observation
                groups, and the fresh observation selected for the reset envs
 
@@ -36,7 +38,8 @@ state turns non-finite without its episode ending, that env's reset runs as a se
 done envs' (mjlab's reset would take both at once: the same envs reset, from other random draws).
 Python values a graph stage reads are read when it is captured: a curriculum that changes them (a reward
 weight, a command range read inside a graph stage) invalidates the graphs (`fingerprint`), which are then
-captured again.
+captured again. mjlab's reset logs (extras["log"], MjlabVecEnv.last_log) hold device tensors where mjlab's
+hold floats.
 """
 
 from __future__ import annotations
@@ -382,6 +385,7 @@ class StagedStep:
         env.extras["log"] = dict()
         if self._reset_why is None:
             env.curriculum_manager.compute(env_ids=ids)
+            self._check_fingerprint()  # before the body: its graphs read the command ranges, among others
             self._step_count.fill_(env._sim_step_counter // env.cfg.decimation)
             self.run_stage(self._reset_stage(len(ids)))
             env.extras["log"].update(env.curriculum_manager.reset(env_ids=ids))
@@ -389,7 +393,6 @@ class StagedStep:
             env._reset_idx(ids)
             self._reset_mask.zero_()
             self._reset_mask[ids] = True
-        if self._curricula and self.graphs != "none":
             self._check_fingerprint()
 
     def _reset_body(self, env_ids: torch.Tensor) -> None:
@@ -463,6 +466,8 @@ class StagedStep:
         return repr(parts)
 
     def _check_fingerprint(self) -> None:
+        if not self._curricula or self.graphs == "none":
+            return
         fingerprint = self._host_fingerprint()
         if self._fingerprint is not None and fingerprint != self._fingerprint:
             self.release()
