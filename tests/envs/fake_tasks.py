@@ -120,7 +120,8 @@ def fake_mjlab(monkeypatch: Any, calls: list, installed: bool = True) -> Any:
         return EnvSpec(task=cfg.name, actor_obs_dim=5, critic_obs_dim=7, action_dim=1, max_episode_steps=10,
                        control_dt=0.02)
 
-    def make_vec_env(task_id, task_cfg, num_envs, device, seed, play=False, render=False):  # type: ignore[no-untyped-def]
+    def make_vec_env(task_id, task_cfg, num_envs, device, seed, play=False, render=False,  # type: ignore[no-untyped-def]
+                     staged_step=None):
         calls.append((task_id, task_cfg.name, num_envs, device, seed, play, render))
         return "a VecEnv"
 

@@ -227,7 +227,8 @@ def _check(cfg: Config, device: torch.device, mps: MpsSession, place: _Place) ->
     for warning in source.first_check(cfg.task):
         if place.lead:
             print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
-    switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None, tick_capturable=source.tick_capturable)
+    switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None, tick_capturable=source.tick_capturable,
+                                 steps_in_stages=source.stated.steps_in_stages)
     if ctx is not None:
         from duorl.distributed.agreement import config_mismatch
 

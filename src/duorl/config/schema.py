@@ -295,6 +295,13 @@ class SimConfig:
         False, "MuJoCo Warp's solver stops once every world has converged (a conditional node of the tick "
                "graph; needs it) instead of running its fixed opt.iterations",
         resume=MAY_DIFFER)  # skips only solver iterations in which every world has converged
+    mjlab_staged_step: Optional[bool] = setting(
+        None, "mjlab tasks: step mjlab's env in stages, its host-sync-free stretches (actions, physics, "
+              "terminations, rewards, commands, observations) each replayed as a CUDA graph and only the "
+              "host-reading parts (interval events, command resampling, resets of done envs) eager: null = on "
+              "when the envs run on CUDA, true = on (the CPU runs the same stages eagerly), false = mjlab's "
+              "own env.step",
+        resume=MAY_DIFFER)  # the same ops in the same order, from the same random streams
 
 
 @dataclass

@@ -61,6 +61,16 @@ def solver_early_exit_enabled(cfg: Config, tick_graph: bool) -> bool:
     return bool(tick_graph) and cfg.sim.solver_early_exit is True
 
 
+def mjlab_staged_step_enabled(steps_in_stages: bool, configured: bool | None, env_device: str) -> bool:
+    """sim.mjlab_staged_step for an mjlab task's envs on `env_device` (envs/mjlab/staged_step.py): null = on
+    when they step on CUDA (its stages are CUDA graphs there); true = on (the CPU runs the stages eagerly:
+    the equality tests); false = mjlab's own env.step. Off for a task whose facts do not say it steps in
+    stages (`steps_in_stages`; validated: true needs one)."""
+    if not steps_in_stages:
+        return False
+    return _on_cuda(env_device) if configured is None else bool(configured)
+
+
 def data_parallel_enabled(cfg: Config, launched_rank: bool) -> bool:
     """training.data_parallel: null = on when training.devices lists more than one entry or the process
     is a rank started by torchrun / the elastic launcher; true = always (world size 1 too)."""
@@ -85,6 +95,7 @@ class Switches:
     tick_cuda_graph: bool
     tick_compile: bool
     solver_early_exit: bool
+    mjlab_staged_step: bool
     env_device: str
 
     def record(self) -> dict[str, Any]:
@@ -92,9 +103,9 @@ class Switches:
 
 
 def resolve_switches(cfg: Config, learner_device: str, data_parallel: bool = False,
-                     tick_capturable: bool = True) -> Switches:
+                     tick_capturable: bool = True, steps_in_stages: bool = False) -> Switches:
     """Every switch for a learner on `learner_device` (envs placed by `env_device`). Under data parallel
-    the learner's graph follows dp_whole_cycle_cuda_graph; `tick_capturable`: the task's fact."""
+    the learner's graph follows dp_whole_cycle_cuda_graph; `tick_capturable`, `steps_in_stages`: the task's facts."""
     envs = env_device(cfg, learner_device)
     tick_graph = tick_graph_enabled(cfg, envs, tick_capturable)
     dp_graph = dp_graph_enabled(cfg, learner_device)
@@ -105,5 +116,6 @@ def resolve_switches(cfg: Config, learner_device: str, data_parallel: bool = Fal
         tick_cuda_graph=tick_graph,
         tick_compile=tick_compile_enabled(cfg, envs, tick_graph),
         solver_early_exit=solver_early_exit_enabled(cfg, tick_graph),
+        mjlab_staged_step=mjlab_staged_step_enabled(steps_in_stages, cfg.sim.mjlab_staged_step, envs),
         env_device=envs,
     )

@@ -26,7 +26,7 @@ class TaskFacts:
     (sections of any keys, and `algo_by_name`), None without one. `sim`: the one physics backend it steps
     (None: `--sim` chooses), `sim_reason` what it is, in words ("the task always steps <sim_reason>"). `tick_eager_reason`: why its collector tick cannot be one
     CUDA graph (None: it can). `tick_compile_reason`: why `sim.tick_compile` cannot hold for it (None: it
-    can). `check`: the task layer's check of the name and of its keys' values (ConfigError), run by
+    can). `steps_in_stages`: its step can run in stages (`sim.mjlab_staged_step`). `check`: the task layer's check of the name and of its keys' values (ConfigError), run by
     `config.validate` with the other checks, so that one refusal names every bad key.
     """
 
@@ -38,6 +38,7 @@ class TaskFacts:
     tick_eager_reason: str | None = None
     tick_compile_reason: str | None = None
     check: Callable[[TaskConfig], None] | None = None
+    steps_in_stages: bool = False  # its env step can run as captured stages (sim.mjlab_staged_step)
     label: str = ""  # how listings name its defaults' file (relative to the package); '' without one
 
     @property

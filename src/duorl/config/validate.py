@@ -161,6 +161,9 @@ def _check_tick_facts(cfg: Config, task: TaskFacts) -> None:
     if cfg.sim.tick_compile is True and task.tick_compile_reason is not None:
         raise ConfigError("sim.tick_compile", True, f"it compiles the tensor code of duorl's own tasks, and "
                           f"{task.tick_compile_reason}", "null or false", "remove sim.tick_compile")
+    if cfg.sim.mjlab_staged_step is True and not task.steps_in_stages:
+        raise ConfigError("sim.mjlab_staged_step", True, f"only an mjlab task steps in stages, and this run's task "
+                          f"is {task.name}", "null or false", "remove sim.mjlab_staged_step")
 
 
 def _check_task_keys(cfg: Config, task: TaskFacts, p: "_Problems") -> None:

@@ -240,7 +240,8 @@ class MjlabSource(TaskSource):
                      solver_early_exit: bool = False, play: bool = False, render: bool = False) -> VecEnv:
         """It steps MuJoCo Warp whatever sim_cfg says (config validation refused any other)."""
         adapter, task_id = _mjlab_task(self.name)
-        return adapter.make_vec_env(task_id, task_cfg, num_envs, device, seed, play=play, render=render)
+        return adapter.make_vec_env(task_id, task_cfg, num_envs, device, seed, play=play, render=render,
+                                    staged_step=sim_cfg.mjlab_staged_step)
 
 
 def _mjlab_source(name: str) -> MjlabSource:

@@ -26,6 +26,7 @@ Any side stream used inside an iteration must fork from and join the capture str
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterator, Protocol, Sequence
@@ -42,6 +43,7 @@ __all__ = [
     "forked_stream",
     "graph_fingerprint",
     "materialize_optimizer_state",
+    "no_gc",
 ]
 
 _OFF_FIX = "or set algo.algo_params.whole_cycle_cuda_graph=false to train eagerly"
@@ -82,6 +84,19 @@ class GraphCapturable(Protocol):
 
     def advance_host_state(self, num_updates: int) -> None:
         """Change the host-side state exactly as train_iteration(num_updates) would."""
+
+
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """The garbage collector off for the block: a collection during a capture could run destructors (warp
+    graphs, tensors) whose frees would be recorded into the new graph."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @contextlib.contextmanager

@@ -16,12 +16,12 @@ draws exactly the numbers an eager tick would.
 from __future__ import annotations
 
 import contextlib
-import gc
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn
 
+from duorl.gpu.graphs import no_gc
 from duorl.runtime.replay import ReplayRing
 from duorl.runtime.timing import PhaseTimer
 from duorl.startup_phases import PHASES
@@ -98,19 +98,6 @@ class EpisodeSums:
             for i, v in enumerate(self.eval_metrics.tolist()):
                 out[f"eval_task_metric_{i}"] = v
         return out
-
-
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    # a collection during capture could run destructors (warp graphs, tensors) whose frees would be
-    # recorded into the new graph
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class CollectorTick:
@@ -225,7 +212,7 @@ class CollectorTick:
         for gen in self._generators():
             graph.register_generator_state(gen)
         try:
-            with PHASES.phase("tick capture"), _no_gc(), \
+            with PHASES.phase("tick capture"), no_gc(), \
                     torch.cuda.graph(graph, stream=self._stream, capture_error_mode="thread_local"):
                 self._body(timed=False)
         except Exception as e:  # noqa: BLE001 - re-raised with the fix named

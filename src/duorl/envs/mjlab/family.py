@@ -73,7 +73,8 @@ def facts(name: str, task_id: str, keys: type[MjlabConfig] | None = None) -> Tas
     """What an mjlab task states of itself (config/tasks.TaskFacts): its keys (`keys_of(task_id)` unless
     given), MuJoCo Warp only, an eager tick, a step that is not duorl's to compile; no YAML."""
     return TaskFacts(name, keys or keys_of(task_id), sim=SIM, sim_reason=SIM_REASON,
-                     tick_eager_reason=TICK_EAGER_REASON, tick_compile_reason=TICK_COMPILE_REASON)
+                     tick_eager_reason=TICK_EAGER_REASON, tick_compile_reason=TICK_COMPILE_REASON,
+                     steps_in_stages=True)
 
 
 def apply_keys(task_cfg: Any, env_cfg: Any) -> None:

@@ -8,18 +8,50 @@ terminate too, as mjlab's own wrapper treats them).
 
 mjlab's step reads device values on the host (which envs are done, termination counts), so a step
 cannot sit inside a CUDA graph: the collector runs its tick eagerly (`tick_capturable = False`; the
-run manifest's `collector_tick_cuda_graph` records it).
+run manifest's `collector_tick_cuda_graph` records it). With sim.mjlab_staged_step (null: on for CUDA
+envs) `step` goes through envs/mjlab/staged_step.py instead, which runs the same ops in stages whose
+host-sync-free stretches are CUDA graphs, and `after_step` below is the wrapper code both paths share.
 """
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from duorl.config.errors import InputRefused
+from duorl.config.switches import mjlab_staged_step_enabled
 from duorl.envs.base import EnvSpec, Obs, VecEnv
 from duorl.envs.mjlab.family import TICK_EAGER_REASON
 from duorl.envs.vec_env import _select
+
+
+@dataclass
+class StepOutcome:
+    """MjlabVecEnv.after_step: the step's results before the done envs are reset."""
+
+    final_obs: Obs
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    done: torch.Tensor
+    bad: torch.Tensor  # not finite: truncated, reward 0, final_obs replaced by the reset obs
+    metrics: torch.Tensor | None
+    episode_return: torch.Tensor
+    episode_length: torch.Tensor
+
+    def info(self, final_obs: Obs) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "final_obs": final_obs,
+            "episode_return": self.episode_return,
+            "episode_length": self.episode_length,
+            "nan_resets": self.bad.sum(),
+        }
+        if self.metrics is not None:
+            info["metrics"] = self.metrics
+        return info
 
 
 class MjlabVecEnv(VecEnv):
@@ -45,6 +77,8 @@ class MjlabVecEnv(VecEnv):
         self.last_log: dict[str, Any] = {}
         # optional: the collector's PhaseTimer, timing mjlab's step alone as the backend step
         self.phase_timer: Any = None
+        # the staged step (sim.mjlab_staged_step; envs/mjlab/staged_step.py), None: mjlab's own env.step
+        self.staged: Any = None
 
     def _obs(self, groups: dict[str, Any]) -> Obs:
         actor = torch.cat([groups[g] for g in self._actor_groups], dim=-1).float()
@@ -63,11 +97,29 @@ class MjlabVecEnv(VecEnv):
     def step(self, actions: torch.Tensor, policy_actions: torch.Tensor | None = None
              ) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         # actions in [-1, 1] are mjlab's raw actions: each term scales them itself (envs/mjlab/actions.py)
+        if self.staged is not None:
+            return self.staged.step(actions)
         if self.phase_timer is None:
             groups, reward, terminated, time_out, _ = self.env.step(actions)
         else:
             with self.phase_timer.phase("collector_backend_step_ms"):
                 groups, reward, terminated, time_out, _ = self.env.step(actions)
+        out = self.after_step(groups, reward, terminated, time_out)
+        obs, final_obs = out.final_obs, out.final_obs
+        ids = out.done.nonzero().squeeze(-1)  # a host sync, as mjlab's own step has
+        if ids.numel() > 0:
+            groups, extras = self.env.reset(env_ids=ids)
+            self.last_log = dict(extras.get("log", {}))
+            fresh = self._obs(groups)
+            obs = _select(out.done, fresh, final_obs)
+            final_obs = _select(out.bad, fresh, final_obs)
+        return obs, out.reward, out.terminated, out.truncated, out.info(final_obs)
+
+    def after_step(self, groups: dict[str, Any], reward: torch.Tensor, terminated: torch.Tensor,
+                   time_out: torch.Tensor) -> "StepOutcome":
+        """What duorl makes of mjlab's step before any reset (no host sync): the observation the step
+        reached (every env), clones of mjlab's reused buffers, the Task/ rows, the finiteness check and
+        the episode sums. The staged step (envs/mjlab/staged_step.py) runs the same code."""
         final_obs = self._obs(groups)  # the state the step reached, every env
         # mjlab reuses these buffers on its next step and reset
         reward = reward.float().clone()
@@ -77,7 +129,7 @@ class MjlabVecEnv(VecEnv):
         metrics = self._read_metrics()
 
         # an env whose state is not finite ends truncated (no terminal target), reward 0, and its
-        # final_obs is replaced by its reset obs below (the learner never sees a non-finite row)
+        # final_obs is replaced by its reset obs (the learner never sees a non-finite row)
         bad = ~torch.isfinite(reward)
         for v in final_obs.values():
             bad |= ~torch.isfinite(v).all(dim=1)
@@ -91,24 +143,8 @@ class MjlabVecEnv(VecEnv):
         episode_return, episode_length = self._ep_return.clone(), self._ep_length.clone()
         self._ep_return.masked_fill_(done, 0.0)
         self._ep_length.masked_fill_(done, 0)
-
-        obs = final_obs
-        ids = done.nonzero().squeeze(-1)  # a host sync, as mjlab's own step has
-        if ids.numel() > 0:
-            groups, extras = self.env.reset(env_ids=ids)
-            self.last_log = dict(extras.get("log", {}))
-            fresh = self._obs(groups)
-            obs = _select(done, fresh, final_obs)
-            final_obs = _select(bad, fresh, final_obs)
-        info: dict[str, Any] = {
-            "final_obs": final_obs,
-            "episode_return": episode_return,
-            "episode_length": episode_length,
-            "nan_resets": bad.sum(),
-        }
-        if metrics is not None:
-            info["metrics"] = metrics
-        return obs, reward, terminated, truncated, info
+        return StepOutcome(final_obs, reward, terminated, truncated, done, bad, metrics, episode_return,
+                           episode_length)
 
     def _read_metrics(self) -> torch.Tensor | None:
         if not self._rows:
@@ -123,11 +159,13 @@ class MjlabVecEnv(VecEnv):
         return self.env.render()
 
     def close(self) -> None:
+        if self.staged is not None:
+            self.staged.release()  # the graphs go before the env they read
         self.env.close()
 
 
 def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed: int, play: bool = False,
-                  render: bool = False) -> MjlabVecEnv:
+                  render: bool = False, staged_step: bool | None = None) -> MjlabVecEnv:
     """See duorl.envs.mjlab.make_vec_env. The spec comes from the env built here (no second build), except
     under `play`: the play configuration's env reports the training configuration's Task/ rows, in their
     order (those of the spec the policy was trained with), and ends its episodes at its own length."""
@@ -155,4 +193,26 @@ def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed:
                              "configuration logs")
         rows = [by_name[n] for n in trained.metric_names]
         spec = replace(trained, max_episode_steps=spec.max_episode_steps)
-    return MjlabVecEnv(env, spec, groups.actor, groups.critic, rows, finite_horizon=bool(cfg.is_finite_horizon))
+    vec = MjlabVecEnv(env, spec, groups.actor, groups.critic, rows, finite_horizon=bool(cfg.is_finite_horizon))
+    if mjlab_staged_step_enabled(True, staged_step, device):
+        attach_staged_step(vec, required=staged_step is True)
+    return vec
+
+
+def attach_staged_step(vec: MjlabVecEnv, required: bool, graphs: str | None = None) -> None:
+    """Step `vec` through envs/mjlab/staged_step.py: its graph stages as CUDA graphs on CUDA, eagerly on
+    the CPU (`graphs` overrides: "none", "cuda", "cpu-replay"). A task it cannot stage keeps mjlab's own
+    step, with a note; `required` (sim.mjlab_staged_step=true) refuses it instead."""
+    from duorl.envs.mjlab.staged_step import StagedStep, StagedStepUnsupported
+
+    mode = graphs or ("cuda" if vec.device.type == "cuda" else "none")
+    try:
+        vec.staged = StagedStep(vec, mode)
+    except StagedStepUnsupported as e:
+        if required:
+            vec.close()
+            raise InputRefused(f"sim.mjlab_staged_step=true: {vec.spec.task} cannot step in stages: {e}. "
+                               "Fix: set sim.mjlab_staged_step=false (or null)") from None
+        print(f"duorl: note: {vec.spec.task} keeps mjlab's own step (sim.mjlab_staged_step): {e}",
+              file=sys.stderr, flush=True)
+        return

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# mjlab's tasks at duorl's speed (issue #40), one GPU call: the collector tick of
+# mjlab:Mjlab-Velocity-Flat-Unitree-G1 at 4096 envs profiled eager (mjlab's own env.step) and staged
+# (sim.mjlab_staged_step: envs/mjlab/staged_step.py, its stages as CUDA graphs), then a short training
+# run of the G1 and the Go1 velocity tasks on the staged step, and a table of what came out.
+# Run on the GPU machine from the repo root, after staging the mjlab wheels (../shared/tools/device-mjlab.md):
+#   bash benchmarks/scripts/mjlab_tick_h200.sh OUT_DIR [BUDGET_S]
+# BUDGET_S (default 410) bounds the whole call, the first mjlab env build included (about 130 s with a
+# cold warp cache): every step gets what is left of it and the training runs shrink or are skipped to
+# fit; the table is printed whatever finished. DUORL_MJLAB_PYTEST=1 first runs the GPU equality test
+# (tests/envs/mjlab/test_staged_step_cuda.py, about 3 minutes cold: give BUDGET_S 600 then, or run it alone:
+#   python3 -m pytest -m cuda -q tests/envs/mjlab/test_staged_step_cuda.py -p no:cacheprovider -s).
+# Writes (flat, at most 8 files): env.txt (GPU, driver, tree), profile.json and profile.log
+# (benchmarks/scripts/mjlab_tick_profile.py --device cuda: ms per tick, GPU busy, kernels and host syncs
+# per tick and stage, both arms), train.log (both runs' output), metrics_g1.jsonl.gz, metrics_go1.jsonl.gz,
+# summary.txt (the table), and pytest_cuda.log when asked for.
+set -uo pipefail
+out=${1:?OUT_DIR}
+budget=${2:-410}
+mkdir -p "$out"
+source "$(dirname "$0")/device_env.sh"
+export MUJOCO_GL=glfw
+# mjlab imports imageio_ffmpeg only to hand mediapy an ffmpeg path (../shared/tools/device-mjlab.md, step 2)
+if [ ! -f /tmp/duorl-site/imageio_ffmpeg/__init__.py ]; then
+  mkdir -p /tmp/duorl-site/imageio_ffmpeg
+  printf 'def get_ffmpeg_exe():\n    return "ffmpeg"\n' > /tmp/duorl-site/imageio_ffmpeg/__init__.py
+fi
+t0=$(date +%s)
+left() { echo $(( budget - ($(date +%s) - t0) )); }
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  git rev-parse HEAD 2>/dev/null || echo "no git"; git status --short 2>/dev/null | head -20; } > "$out/env.txt"
+G1=Mjlab-Velocity-Flat-Unitree-G1
+GO1=Mjlab-Velocity-Flat-Unitree-Go1
+
+if [ "${DUORL_MJLAB_PYTEST:-0}" = 1 ]; then
+  timeout $(( $(left) - 150 > 60 ? $(left) - 150 : 60 )) python3 -m pytest -m cuda -q -s -p no:cacheprovider \
+    tests/envs/mjlab/test_staged_step_cuda.py > "$out/pytest_cuda.log" 2>&1
+  echo "pytest rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/pytest_cuda.log"
+fi
+
+# 1. the tick profile, both arms (each builds its env: the first build pays the cold warp cache)
+cap=$(( $(left) - 130 ))
+[ $cap -gt 300 ] && cap=300
+echo "+ profile (limit ${cap} s)" | tee "$out/profile.log"
+timeout "$cap" python3 benchmarks/scripts/mjlab_tick_profile.py --device cuda --task $G1 --num-envs 4096 \
+  --arms eager staged --ticks 30 --warmup 10 --out "$out/profile.json" >> "$out/profile.log" 2>&1
+echo "profile rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/profile.log"
+
+# 2. training on the staged step (sim.mjlab_staged_step is null: on for CUDA envs), what time is left
+train() {  # TASK TAG MINUTES
+  local secs=$(( $(left) - 25 ))
+  local want=$(python3 -c "print(int($3 * 60))")
+  [ $secs -gt $want ] && secs=$want
+  if [ $secs -lt 45 ]; then echo "skipped $1: ${secs} s left" | tee -a "$out/train.log"; return; fi
+  local run=/tmp/duorl-mjlab-$2
+  rm -rf "$run"
+  echo "+ train $1 for ${secs} s (wall, start-up included)" | tee -a "$out/train.log"
+  timeout $(( secs + 60 )) python3 -m duorl train --algo sac --task "mjlab:$1" training.devices=[0] \
+    training.max_wall_minutes=$(python3 -c "print($secs / 60)") training.log_interval=5 training.progress=false \
+    training.log_dir="$run" >> "$out/train.log" 2>&1
+  echo "train $1 rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/train.log"
+  [ -f "$run/metrics.jsonl" ] && gzip -c "$run/metrics.jsonl" > "$out/metrics_$2.jsonl.gz"
+}
+train $G1 g1 1.5
+train $GO1 go1 1.3
+
+# 3. the table
+python3 - "$out" <<'PY' | tee "$out/summary.txt"
+import gzip, json, os, statistics, sys
+out = sys.argv[1]
+print("mjlab tick on this GPU (benchmarks/scripts/mjlab_tick_h200.sh)")
+try:
+    prof = json.load(open(os.path.join(out, "profile.json")))
+except (OSError, ValueError) as e:
+    prof = {"arms": []}
+    print(f"no profile: {e}")
+print(f"{'arm':8s} {'ms/tick':>8s} {'steps/s':>9s} {'GPU busy ms':>11s} {'kernels':>8s} {'eager ops':>9s} "
+      f"{'syncs':>6s} {'sync warns':>10s}")
+for arm in prof["arms"]:
+    t, c, g = arm["timed"], arm["counts"]["totals"], arm.get("gpu", {})
+    warns = sum(s["per_tick"] for s in arm.get("sync_debug", []))
+    print(f"{arm['arm']:8s} {t['ms_per_tick']:8.2f} {t['env_steps_per_s']:9.0f} {g.get('gpu_busy_ms_per_tick', 0):11.2f} "
+          f"{g.get('kernels_per_tick', 0):8.0f} {c['ops']:9.0f} {c['syncs']:6.1f} {warns:10.1f}")
+    if arm.get("staged"):
+        eager = [n for n, s in arm["staged"]["stages"].items() if not s.get("graph")]
+        runs = arm.get("measured_stage_runs", {})
+        print(f"         staged: captures {arm['staged']['captures']}, eager stages {eager}, stage runs while measured "
+              f"{runs}, reset bodies {arm['staged']['reset_body']}, notes {arm['staged']['notes']}")
+for tag, task in (("g1", "G1"), ("go1", "Go1")):
+    path = os.path.join(out, f"metrics_{tag}.jsonl.gz")
+    if not os.path.exists(path):
+        print(f"train {task}: no metrics")
+        continue
+    rows = [json.loads(l) for l in gzip.open(path, "rt")]
+    if not rows:
+        print(f"train {task}: no rows")
+        continue
+    steady = [r for r in rows if r["wall_s"] >= rows[-1]["wall_s"] * 0.4] or rows[-1:]
+    med = lambda k: statistics.median(r[k] for r in steady if k in r) if any(k in r for r in steady) else float("nan")  # noqa: E731
+    print(f"train {task}: {len(rows)} rows to {rows[-1]['wall_s']:.0f} s, iteration {rows[-1]['iteration']}; steady "
+          f"(last 60% of wall time, {len(steady)} rows, medians): env steps/s {med('Perf/env_steps_per_s'):.0f}, "
+          f"collector tick {med('Perf/collector_tick_ms'):.2f} ms, iteration {med('Perf/iteration_ms'):.2f} ms, "
+          f"learner waits for the collector {med('Perf/learner_collector_wait_ms'):.2f} ms, "
+          f"collector waits for weights {med('Perf/collector_learner_wait_ms'):.2f} ms")
+PY
+echo "total $(( $(date +%s) - t0 )) s"
