@@ -50,6 +50,7 @@ while ! grep -q "train rc=" "$log"; do sleep 5; done
 cp "$log" "$out/train.log"
 python3 -m duorl metrics "$run" --last 20 --json > "$out/metrics_last20.json" 2>>"$out/train.log"
 cp "$run/run_summary.json" "$out/run_summary.json"
+cp "$run/startup.json" "$out/startup.json" 2>/dev/null || echo "no startup.json" >> "$out/train.log"
 gzip -c "$run/metrics.jsonl" > "$out/metrics.jsonl.gz"
 cp "$run/plots/learning_curves.png" "$out/learning_curves.png" 2>/dev/null || echo "no plot" >> "$out/train.log"
 tail -4 "$out/train.log"
