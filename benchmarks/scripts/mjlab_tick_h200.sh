@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # mjlab's tasks at duorl's speed (issue #40), one GPU call: the collector tick of
 # mjlab:Mjlab-Velocity-Flat-Unitree-G1 at 4096 envs profiled eager (mjlab's own env.step) and staged
-# (sim.mjlab_staged_step: envs/mjlab/staged_step.py, its stages as CUDA graphs), then a short training
-# run of the G1 and the Go1 velocity tasks on the staged step, and a table of what came out.
+# (sim.mjlab_staged_step: envs/mjlab/staged_step.py, its stages as CUDA graphs), then short training
+# runs of the G1 and the Go1 velocity tasks on the staged step and on mjlab's own, and a table of what came out.
 # Run on the GPU machine from the repo root, after staging the mjlab wheels (../shared/tools/device-mjlab.md):
 #   bash benchmarks/scripts/mjlab_tick_h200.sh OUT_DIR [BUDGET_S]
 # BUDGET_S (default 410) bounds the whole call, the first mjlab env build included (about 130 s with a
 # cold warp cache): every step gets what is left of it and the training runs shrink or are skipped to
 # fit; the table is printed whatever finished. DUORL_MJLAB_PYTEST=1 first runs the GPU equality test
-# (tests/envs/mjlab/test_staged_step_cuda.py, about 3 minutes cold: give BUDGET_S 600 then, or run it alone:
+# (tests/envs/mjlab/test_staged_step_cuda.py, about 3 minutes cold: give BUDGET_S 600 then; =last runs it
+# after the training runs in what is left of BUDGET_S; or run it alone:
 #   python3 -m pytest -m cuda -q tests/envs/mjlab/test_staged_step_cuda.py -p no:cacheprovider -s).
-# Writes (flat, at most 8 files): env.txt (GPU, driver, tree), profile.json and profile.log
+# Writes (flat, at most 10 files): env.txt (GPU, driver, tree), profile.json and profile.log
 # (benchmarks/scripts/mjlab_tick_profile.py --device cuda: ms per tick, GPU busy, kernels and host syncs
-# per tick and stage, both arms), train.log (both runs' output), metrics_g1.jsonl.gz, metrics_go1.jsonl.gz,
+# per tick and stage, both arms), train.log (the runs' output), metrics_{g1,g1eager,go1,go1eager}.jsonl.gz,
 # summary.txt (the table), and pytest_cuda.log when asked for.
 set -uo pipefail
 out=${1:?OUT_DIR}
@@ -46,8 +47,8 @@ timeout "$cap" python3 benchmarks/scripts/mjlab_tick_profile.py --device cuda --
   --arms eager staged --ticks 30 --warmup 10 --out "$out/profile.json" >> "$out/profile.log" 2>&1
 echo "profile rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/profile.log"
 
-# 2. training on the staged step (sim.mjlab_staged_step is null: on for CUDA envs), what time is left
-train() {  # TASK TAG MINUTES
+# 2. training, the staged step (sim.mjlab_staged_step=true) and mjlab's own step (false), what time is left
+train() {  # TASK TAG MINUTES [KEY=VALUE ...]
   local secs=$(( $(left) - 25 ))
   local want=$(python3 -c "print(int($3 * 60))")
   [ $secs -gt $want ] && secs=$want
@@ -57,12 +58,21 @@ train() {  # TASK TAG MINUTES
   echo "+ train $1 for ${secs} s (wall, start-up included)" | tee -a "$out/train.log"
   timeout $(( secs + 60 )) python3 -m duorl train --algo sac --task "mjlab:$1" training.devices=[0] \
     training.max_wall_minutes=$(python3 -c "print($secs / 60)") training.log_interval=5 training.progress=false \
-    training.log_dir="$run" >> "$out/train.log" 2>&1
+    training.log_dir="$run" "${@:4}" >> "$out/train.log" 2>&1
   echo "train $1 rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/train.log"
   [ -f "$run/metrics.jsonl" ] && gzip -c "$run/metrics.jsonl" > "$out/metrics_$2.jsonl.gz"
 }
-train $G1 g1 1.5
-train $GO1 go1 1.3
+train $G1 g1 1.2 sim.mjlab_staged_step=true
+train $G1 g1eager 1.2 sim.mjlab_staged_step=false
+train $GO1 go1 1.0 sim.mjlab_staged_step=true
+train $GO1 go1eager 1.0 sim.mjlab_staged_step=false
+
+# DUORL_MJLAB_PYTEST=last: the GPU equality test after the runs (the warp cache warm by then), in what is left
+if [ "${DUORL_MJLAB_PYTEST:-0}" = last ] && [ $(left) -gt 80 ]; then
+  timeout $(( $(left) - 20 )) python3 -m pytest -m cuda -q -s -p no:cacheprovider \
+    tests/envs/mjlab/test_staged_step_cuda.py > "$out/pytest_cuda.log" 2>&1
+  echo "pytest rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/pytest_cuda.log"
+fi
 
 # 3. the table
 python3 - "$out" <<'PY' | tee "$out/summary.txt"
@@ -86,7 +96,7 @@ for arm in prof["arms"]:
         runs = arm.get("measured_stage_runs", {})
         print(f"         staged: captures {arm['staged']['captures']}, eager stages {eager}, stage runs while measured "
               f"{runs}, reset bodies {arm['staged']['reset_body']}, notes {arm['staged']['notes']}")
-for tag, task in (("g1", "G1"), ("go1", "Go1")):
+for tag, task in (("g1", "G1 staged"), ("g1eager", "G1 eager"), ("go1", "Go1 staged"), ("go1eager", "Go1 eager")):
     path = os.path.join(out, f"metrics_{tag}.jsonl.gz")
     if not os.path.exists(path):
         print(f"train {task}: no metrics")

@@ -90,3 +90,27 @@ def test_module_loads_are_counted_and_warnings_pass_on() -> None:
     assert after["warp_compiled"] - before["warp_compiled"] == 1
     assert abs(after["warp_compile_s"] - before["warp_compile_s"] - 1.2345) < 1e-9
     assert inner.seen == [("warning", "careful")]
+
+
+def test_a_query_that_needs_the_module_gets_a_real_load_in_the_dry_step() -> None:
+    """On CUDA, MuJoCo Warp asks `wp.get_suggested_block_size` of some kernels inside its step: that call
+    loads the module and raises on a load that gives nothing, so only `launch`'s loads may be skipped."""
+    wp = pytest.importorskip("warp")
+    from duorl.envs.backends.warp_preload import step_modules
+
+    @wp.kernel
+    def _double(x: wp.array(dtype=float)):  # type: ignore[valid-type]
+        i = wp.tid()
+        x[i] = 2.0 * x[i]
+
+    x = wp.array([1.0, 2.0], dtype=float, device="cpu")
+    got: list = []
+
+    def query_then_launch() -> None:
+        got.append(_double.module.load(wp.get_device("cpu")))  # not from launch: a real load
+        wp.launch(_double, dim=2, inputs=[x], device="cpu")  # from launch: recorded, not run
+
+    modules = step_modules(query_then_launch)
+    assert got and got[0] is not None
+    assert [m for m, _ in modules] == [_double.module]
+    assert x.numpy().tolist() == [1.0, 2.0]

@@ -8,7 +8,10 @@ only by running it, because MuJoCo Warp builds most of its kernels when a step f
 
 1. `step_modules(step)` runs the step's Python once with Warp's `Module.load` replaced by a recorder:
    each launch records its (module, block_dim) and then returns without launching, which is Warp's own
-   path for a module without an executable (warp/_src/context.py, launch). The caller runs it on a
+   path for a module without an executable (warp/_src/context.py, launch). Only `launch` is answered
+   so: other callers of `Module.load` need the executable itself (on CUDA, MuJoCo Warp asks
+   `wp.get_suggested_block_size` of its sparse kernels, which raises on a module without one), so
+   they get a real load, in line, and the module is then cached for the run. The caller runs it on a
    scratch Data of one world, so the real worlds are untouched (Warp's native helpers, a memset or a
    sort, still run on the scratch arrays).
 2. `Preload.start` loads those modules on a pool of threads, from a background thread, as
@@ -23,6 +26,7 @@ step (a Warp that launches differently) only loses the head start: the first ste
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +39,8 @@ from typing import Any, Callable
 # its modules one by one, as before it existed).
 MAX_WORKERS = 4
 THREADS_ENV = "DUORL_WARP_COMPILE_THREADS"
+# the one caller of Module.load that returns early, launching nothing, when the load gives no executable
+LAUNCH = "launch"
 
 
 def compile_threads() -> int:
@@ -57,7 +63,8 @@ def step_modules(step: Callable[[], None]) -> list[tuple[Any, Any]]:
     me = threading.get_ident()
 
     def record(self: Any, device: Any, block_dim: Any = None, *args: Any, **kwargs: Any) -> Any:
-        if threading.get_ident() != me:  # another thread's load (an earlier backend's preload) is real
+        if threading.get_ident() != me or sys._getframe(1).f_code.co_name != LAUNCH:
+            # another thread's load (an earlier backend's preload), or a query that needs the executable
             return real_load(self, device, block_dim, *args, **kwargs)
         seen.setdefault((id(self), block_dim), (self, block_dim))
         return None  # launch() returns early: nothing runs

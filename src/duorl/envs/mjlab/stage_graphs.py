@@ -72,6 +72,25 @@ def _caller() -> str:
     return "?"
 
 
+def _device_array(data: Any) -> bool:
+    """Whether `data` is an array in device memory (a Warp array: `wp.to_torch` wraps it by as_tensor,
+    as mjlab's ray-cast sensor does every sense), which a tensor aliases without a copy."""
+    return hasattr(data, "__cuda_array_interface__")
+
+
+def _raised_at(error: BaseException) -> str:
+    """The innermost mjlab or duorl source line of `error`'s traceback (where a capture failed)."""
+    import os
+    import traceback
+
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        for root in ("mjlab" + os.sep, "duorl" + os.sep):
+            at = frame.filename.rfind(os.sep + root)
+            if at >= 0 and "stage_graphs.py" not in frame.filename:
+                return f" at {frame.filename[at + 1:]}:{frame.lineno} ({frame.name})"
+    return ""
+
+
 _HOST_COPIES = (torch.Tensor.cpu, torch.Tensor.numpy, torch.Tensor.tolist, torch.Tensor.item)
 
 
@@ -117,8 +136,8 @@ class CaptureGuard(TorchFunctionMode):
         """A tensor made from Python data (mjlab builds constants such as an event's ranges this way, each
         call): made on the eager run and kept; inside the capture a device copy of the kept one."""
         data = args[0] if args else kwargs.get("data")
-        if isinstance(data, (torch.Tensor, np.ndarray)):  # no host data (as_tensor of numpy shares memory)
-            return func(*args, **kwargs)
+        if isinstance(data, (torch.Tensor, np.ndarray)) or _device_array(data):
+            return func(*args, **kwargs)  # no host data: as_tensor of numpy shares memory, of a device array too
         key = ("constant", func.__name__, _plain_repr(data), repr(sorted(kwargs.items())), repr(args[1:]))
         if key[2] is None:
             if self.capturing:
@@ -343,8 +362,11 @@ class CudaStageGraph:
         except Exception as e:  # noqa: BLE001 - re-raised with the stage named
             current.wait_stream(stream)
             _end_generator_capture()
+            if isinstance(e, StageCaptureError):
+                raise
             raise StageCaptureError(f"capturing stage '{self.name}' as a CUDA graph failed: "
-                                    f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}") from e
+                                    f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+                                    f"{_raised_at(e)}") from e
         current.wait_stream(stream)
         keep_modules_only(capture.graph)  # torch owns the graph; warp must not destroy it
         self._warp_graphs.append(capture.graph)

@@ -656,7 +656,13 @@ class StagedStep:
                 raise
             watch.undo()
             stage.capturable, stage.why_eager = False, str(e)
-            self._note(f"stage {stage.name} runs eagerly: {e}")
+            if stage.name.startswith("reset.k"):
+                # what fails one count's capture fails every count's: the reset goes eager as a whole,
+                # rather than a failed capture for each new number of done envs
+                self._reset_why = f"its capture failed: {e}"
+                self._note(f"the reset body runs eagerly (mjlab's _reset_idx): {e}")
+            else:
+                self._note(f"stage {stage.name} runs eagerly: {e}")
             self._run_eager(stage)
             return
         stage.graph = graph
