@@ -73,42 +73,55 @@ def train(cfg: Config) -> int:
                      local_rank=renv.local_rank if renv else 0)
     mps.prepare_environment()  # before CUDA initialises: the collector inherits the pipe directory
     device = torch.device(resolve_device(cfg))
-    if renv is None:
-        try:
-            return _train(cfg, device, mps, None)
-        except WriteFailed as e:  # outside the duo's loop (the run directory's first files): no traceback
-            print(f"duorl: error: {e}", file=sys.stderr, flush=True)
-            return exit_code("failed")
+    ctx = None
+    if renv is not None:
+        from duorl.distributed.group import DistContext
 
-    from duorl.distributed.group import DistContext, RankRefusal
-
-    ctx = DistContext.initialize(renv, device, tr.dp_timeout_s, tr.dp_startup_timeout_s)
+        ctx = DistContext.initialize(renv, device, tr.dp_timeout_s, tr.dp_startup_timeout_s)
     try:
         code = _train(cfg, device, mps, ctx)
-    except InputRefused as e:
-        # every rank refuses together (RankRefusal) or this rank found its input wrong
-        msg = str(e)
-        if renv.rank == 0 or not isinstance(e, RankRefusal):
-            print(f"error: {msg}", file=sys.stderr, flush=True)
-        record_rank_failure(msg, "input")
-        _exit_now(exit_code("refused"))
-    except (RankLost, WriteFailed) as e:
-        outcome = outcome_of(e)
-        assert outcome is not None and outcome.failed_part is not None
-        msg = f"rank {renv.rank} ({ctx.host}): {e}"
-        print(f"duorl: {'' if outcome.secondary else 'error: '}{msg}", file=sys.stderr, flush=True)
-        record_rank_failure(msg, outcome.failed_part, secondary=outcome.secondary)
-        _exit_now(outcome.exit_code)
-    except BaseException as e:
-        msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
-        record_rank_failure(msg, "learner")
+    except WriteFailed as e:
+        if ctx is None:  # outside the duo's loop (the run directory's first files): no traceback
+            print(f"duorl: error: {e}", file=sys.stderr, flush=True)
+            return exit_code("failed")
+        _leave_rank(e, renv, ctx)
         raise
+    except BaseException as e:
+        if ctx is not None:
+            _leave_rank(e, renv, ctx)
+        raise
+    if ctx is None:
+        return code
     if code == 0:
         ctx.destroy()  # every graph holding NCCL work went with the duo
         return 0
     # a failed rank leaves without collectives: its peers are elsewhere, and the launcher ends them
     _exit_now(code)
     return code
+
+
+def _leave_rank(e: BaseException, renv: Any, ctx: Any) -> None:
+    """A rank's run that raised: a refusal or a lost peer (or a failed write) is recorded and the rank leaves
+    at once with its exit code; anything else is recorded as the learner's failure and raised on."""
+    from duorl.distributed.group import RankRefusal
+
+    if isinstance(e, InputRefused):
+        # every rank refuses together (RankRefusal) or this rank found its input wrong
+        msg = str(e)
+        if renv.rank == 0 or not isinstance(e, RankRefusal):
+            print(f"error: {msg}", file=sys.stderr, flush=True)
+        record_rank_failure(msg, "input")
+        _exit_now(exit_code("refused"))
+    elif isinstance(e, (RankLost, WriteFailed)):
+        outcome = outcome_of(e)
+        assert outcome is not None and outcome.failed_part is not None
+        msg = f"rank {renv.rank} ({ctx.host}): {e}"
+        print(f"duorl: {'' if outcome.secondary else 'error: '}{msg}", file=sys.stderr, flush=True)
+        record_rank_failure(msg, outcome.failed_part, secondary=outcome.secondary)
+        _exit_now(outcome.exit_code)
+    else:
+        msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
+        record_rank_failure(msg, "learner")
 
 
 def _exit_now(code: int) -> None:
