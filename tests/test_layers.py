@@ -251,3 +251,45 @@ def test_the_task_name_grep_sees_a_name() -> None:
     words = _task_words()
     assert words.search('if cfg.task.name == "g1_walk_flat":') and words.search("startswith('mjlab:')")
     assert not words.search("g1_walk_flatter = 1")
+
+
+def _is_module(name: str) -> bool:
+    base = PACKAGE.parent.joinpath(*name.split("."))
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+
+
+def _reach_ins(path: Path, module: str) -> list[str]:
+    """`from duorl.x import _name` (x another module) and `mod._name` on a duorl module bound by an import:
+    a private name of another module, read from outside it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    bound: set[str] = set()  # local names bound to a duorl module by an import
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("duorl") and node.module != module:
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    out.append(f"{where}:{node.lineno}: from {node.module} import {a.name}")
+                elif _is_module(f"{node.module}.{a.name}"):
+                    bound.add(a.asname or a.name)  # a submodule (`from duorl.mps import probe as _probe`)
+        elif isinstance(node, ast.Import):
+            bound |= {a.asname for a in node.names if a.asname and a.name.startswith("duorl.")}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            out.append(f"{where}:{node.lineno}: {node.value.id}.{node.attr}")
+    return out
+
+
+def test_no_module_reaches_into_another_modules_private_names() -> None:
+    """A module uses another module's public names only (a name it needs is made public there)."""
+    hits = [hit for path in sorted(PACKAGE.rglob("*.py")) for hit in _reach_ins(path, _module_name(path))]
+    assert not hits, "private names read from another module (make them public there):\n" + "\n".join(hits)
+
+
+def test_the_reach_in_rule_sees_one(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("from duorl.envs.vec_env import _select, select_obs\nfrom duorl.mps import probe as _p\n"
+                 "x = _p._pids\ny = _p.pids_in\n")
+    hits = _reach_ins(f.resolve(), "duorl.other")
+    assert [h.split(": ", 1)[1] for h in hits] == ["from duorl.envs.vec_env import _select", "_p._pids"], hits

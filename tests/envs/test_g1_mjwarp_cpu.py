@@ -60,7 +60,7 @@ def test_randomised_fields_reach_the_warp_model(pairs):
     assert fr.shape[0] == N
     feet = w.task.layout.foot_geoms
     for i in range(N):
-        assert abs(fr[i, feet[0], 0] - c.backend._models[i].geom_friction[feet[0], 0]) < 1e-6
+        assert abs(fr[i, feet[0], 0] - c.backend.models[i].geom_friction[feet[0], 0]) < 1e-6
     assert fr[0, feet[0], 0] != fr[1, feet[0], 0]
 
 

@@ -65,19 +65,19 @@ def test_reset_lands_the_feet_and_randomises():
     env = cpu_env(G1WalkFlat(), 16, seed=2)
     env.reset()
     task = env.task
-    feet, _ = task._foot_sites(env.backend.qpos.float())
+    feet, _ = task.foot_sites(env.backend.qpos.float())
     torch.testing.assert_close(feet[..., 2].min(dim=1).values, torch.full((16,), g1_walk.RESET_DROP))
     assert (task.command.abs() <= 1).all() and (task.gait_freq >= 0.8).all() and (task.gait_freq <= 1.2).all()
     assert len(set(task.command[:, 0].tolist())) > 4 and task.phase.std() > 0
     # per-env randomised foot friction and torso mass, the same on every foot of one robot
-    mu = torch.stack([torch.as_tensor(m.geom_friction[task.layout.foot_geoms, 0]) for m in env.backend._models])
+    mu = torch.stack([torch.as_tensor(m.geom_friction[task.layout.foot_geoms, 0]) for m in env.backend.models])
     assert (mu.std(dim=1) == 0).all() and (mu[:, 0] >= 0.5).all() and (mu[:, 0] <= 1.25).all() and mu[:, 0].std() > 0
     torso = task.body_id("torso_link")
-    mass = torch.tensor([m.body_mass[torso] for m in env.backend._models])
-    base = task._host_model().body_mass[torso]
+    mass = torch.tensor([m.body_mass[torso] for m in env.backend.models])
+    base = task.host_model().body_mass[torso]
     assert ((mass - base) >= -1).all() and ((mass - base) <= 3).all() and mass.std() > 0
-    sub = torch.tensor([m.body_subtreemass[0] for m in env.backend._models])
-    torch.testing.assert_close(sub - task._host_model().body_subtreemass[0], mass - base, rtol=0, atol=1e-5)
+    sub = torch.tensor([m.body_subtreemass[0] for m in env.backend.models])
+    torch.testing.assert_close(sub - task.host_model().body_subtreemass[0], mass - base, rtol=0, atol=1e-5)
 
 
 def test_commands_are_redrawn_within_an_episode():
@@ -166,7 +166,7 @@ def test_action_rate_reads_the_policy_outputs_not_the_explored_actions():
     task.apply_action(p1)
     torch.testing.assert_close(task.action_rate(), torch.full((2,), 29 * 0.1**2))
     # a reset clears both histories
-    task._reset_actions(torch.tensor([True, False]))
+    task.reset_actions(torch.tensor([True, False]))
     assert task.last_policy_action[0].abs().sum() == 0 and task.last_policy_action[1].abs().sum() > 0
 
 
@@ -237,7 +237,7 @@ def _long_then_short_episodes(task, n_envs: int, length: int, rounds: int) -> No
     everyone = torch.ones(n_envs, dtype=torch.bool)
     for _ in range(rounds):
         task.steps.fill_(length)
-        task._track_episode_lengths(everyone)
+        task.track_episode_lengths(everyone)
 
 
 @pytest.mark.parametrize("name", ["fastsac", "ppo"])
@@ -254,17 +254,17 @@ def test_penalty_curriculum(name):
     assert float(task.mean_episode_length) > 75
     before = float(task.penalty_scale)
     for _ in range(10):
-        task._update_penalty_scale()
+        task.update_penalty_scale()
     assert float(task.penalty_scale) == pytest.approx(before * (1 + c.degree) ** 10, rel=1e-5)
     for _ in range(math.ceil(math.log(c.ceiling / c.init) / math.log(1 + c.degree))):
-        task._update_penalty_scale()
+        task.update_penalty_scale()
     assert float(task.penalty_scale) == pytest.approx(c.ceiling)
     _long_then_short_episodes(task, 4, 3, 2000)
     assert float(task.mean_episode_length) < 15
-    task._update_penalty_scale()
+    task.update_penalty_scale()
     assert float(task.penalty_scale) == pytest.approx(c.ceiling * (1 - c.degree), rel=1e-5)
     for _ in range(20000):
-        task._update_penalty_scale()
+        task.update_penalty_scale()
     assert float(task.penalty_scale) == pytest.approx(max(c.floor, c.ceiling * (1 - c.degree) ** 20001), rel=1e-3)
     # the reward splits by sign of the weight
     terms = task.reward_terms(env.backend)
@@ -284,7 +284,7 @@ def test_penalty_curriculum_default_off_and_config():
     assert G1WalkFlat().penalty_curriculum == g1_walk.PenaltyCurriculum(init=0.1, floor=0.0, ceiling=1.0, degree=0.00025)
     off = G1WalkFlat(randomize=False, penalty_curriculum="off")
     cpu_env(off, 2, seed=0).reset()
-    off._update_penalty_scale()
+    off.update_penalty_scale()
     assert float(off.penalty_scale) == 1.0
     env = make_vec_env(task_config("g1_walk_flat", penalty_curriculum="fastsac"), SimConfig(name="mujoco"), 2, "cpu", seed=0)
     assert env.task.penalty_curriculum == g1_walk.PENALTY_CURRICULA["fastsac"]

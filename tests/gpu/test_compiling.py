@@ -104,18 +104,19 @@ def test_warps_path_is_predicted_as_warp_resolves_it(tmp_path: Path) -> None:
 def test_the_manifest_records_the_cache_directories(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from duorl.cli import train
     from duorl.cli.configure import load_config
+    from duorl.cli.run_context import Checked, Place, RunContext
+    from duorl.cli.train import run_manifest
     from duorl.config.switches import resolve_switches
     from duorl.envs.registry import make_task
-    from duorl.telemetry.summary import device_record, host_record, package_versions
 
     monkeypatch.setenv("DUORL_CACHE_DIR", str(clean_env / "mine"))
     compiling.use_persistent_compile_caches()
     cfg = load_config("sac", "pendulum_swingup", "mujoco", [])
     spec = make_task(cfg.task).spec
-    manifest = train._manifest(cfg, torch.device("cpu"), resolve_switches(cfg, "cpu"), spec, 1, False, None,
-                               device_record, host_record, package_versions)
+    run = RunContext(cfg, torch.device("cpu"), None, Place(None), 0.0,  # type: ignore[arg-type]
+                     checked=Checked(resolve_switches(cfg, "cpu"), None, None, None, spec))  # type: ignore[arg-type]
+    manifest = run_manifest(run)
     assert manifest["compile_caches"] == compiling.compile_cache_dirs()
     assert manifest["compile_caches"]["torchinductor"] == str(clean_env / "mine" / "compile" / "torchinductor")
 

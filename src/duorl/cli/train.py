@@ -5,39 +5,63 @@ the runtime plain factories (docs/design.md §1). Without data parallel one proc
 a rank (started by `duorl.distributed.launch` or torchrun), the process first agrees with its peers on the
 configuration, the MPS verdicts, the checkpoint and the memory it needs, all before any collector
 starts; rank 0 alone holds the run directory.
+
+The steps share one RunContext (cli/run_context.py): `_run` calls them in order, each reads what the ones
+before it set and sets its own part.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from duorl.algos.grad_buffers import LocalValidity
+from duorl.algos.registry import make_actor, make_learner, network_shape_keys, network_sizes
+from duorl.cli.learner_stall import gone_recorder, stall_recorder
+from duorl.cli.play import evaluate
+from duorl.cli.preflight import preflight
+from duorl.cli.run_context import Checked, Place, RunContext
 from duorl.config.devices import resolve_device
-from duorl.config.errors import ConfigError, InputRefused
+from duorl.config.errors import ConfigError, InputRefused, format_value
 from duorl.config.load import config_to_dict
 from duorl.config.schema import Config
-from duorl.config.switches import Switches, resolve_switches
-from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
 from duorl.config.seeding import derive_seed
+from duorl.config.switches import Switches, resolve_switches
+from duorl.distributed.launch import rank_env, rank_scratch_dir, record_rank_failure
+from duorl.envs.registry import make_vec_env
+from duorl.envs.task_sources import source_of
 from duorl.gpu.compiling import compile_cache_dirs, use_persistent_compile_caches
 from duorl.gpu.torch_internals import compile_seconds
+from duorl.mps.session import MpsSession, MpsVerdict, mps_manifest
 from duorl.runtime.atomic_files import WriteFailed
+from duorl.runtime.coordination import RankLost, Solo
+from duorl.runtime.duo import Duo, PrestartedCollector, StartRefused
+from duorl.runtime.memory import MemoryFixes, MemoryNeed, memory_problem
 from duorl.runtime.outcome import exit_code, outcome_of
+from duorl.runtime.replay import ReplayLayout
+from duorl.runtime.settings import DuoSettings
+from duorl.runtime.stop_signals import early_stop_signal
 from duorl.startup_phases import PHASES
+from duorl.telemetry.run_dir_claim import claim_run_dir
+from duorl.telemetry.run_directory import RunDirectory, default_run_dir
+from duorl.telemetry.summary import device_record, host_record, package_versions, write_json_atomic
+
+# Imported where they are used, on purpose: the data-parallel modules (duorl.distributed.group, agreement,
+# grad_sync, collective_wait, dp_coordinator) only on a rank of a data-parallel run; cli/resume.py only with
+# training.resume; cli/export.py (the ONNX exporter) only with training.export_onnx. A single run's
+# learner does not pay for them while its prestarted collector starts beside it.
 
 
 def train(cfg: Config) -> int:
     """Run one training job, or this process's rank of it; returns the exit code (0 completed or
     interrupted, 1 failed, 2 refused)."""
-    from duorl.distributed.launch import rank_env
-
     if PHASES.last("imports") is None:  # not timed by `duorl train` (cli/main.py): a rank, a warm-up, a script
         PHASES.add_since_last("config and imports")
     PHASES.add_counter("torch.compile", compile_seconds)  # each phase says how much of it compiling took
@@ -49,38 +73,25 @@ def train(cfg: Config) -> int:
                      local_rank=renv.local_rank if renv else 0)
     mps.prepare_environment()  # before CUDA initialises: the collector inherits the pipe directory
     device = torch.device(resolve_device(cfg))
-    if renv is None:
-        try:
-            return _train(cfg, device, mps, None)
-        except WriteFailed as e:  # outside the duo's loop (the run directory's first files): no traceback
-            print(f"duorl: error: {e}", file=sys.stderr, flush=True)
-            return exit_code("failed")
+    ctx = None
+    if renv is not None:
+        from duorl.distributed.group import DistContext
 
-    from duorl.distributed.group import DistContext, RankRefusal
-    from duorl.distributed.launch import record_rank_failure
-    from duorl.runtime.coordination import RankLost
-
-    ctx = DistContext.initialize(renv, device, tr.dp_timeout_s, tr.dp_startup_timeout_s)
+        ctx = DistContext.initialize(renv, device, tr.dp_timeout_s, tr.dp_startup_timeout_s)
     try:
         code = _train(cfg, device, mps, ctx)
-    except InputRefused as e:
-        # every rank refuses together (RankRefusal) or this rank found its input wrong
-        msg = str(e)
-        if renv.rank == 0 or not isinstance(e, RankRefusal):
-            print(f"error: {msg}", file=sys.stderr, flush=True)
-        record_rank_failure(msg, "input")
-        _exit_now(exit_code("refused"))
-    except (RankLost, WriteFailed) as e:
-        outcome = outcome_of(e)
-        assert outcome is not None and outcome.failed_part is not None
-        msg = f"rank {renv.rank} ({ctx.host}): {e}"
-        print(f"duorl: {'' if outcome.secondary else 'error: '}{msg}", file=sys.stderr, flush=True)
-        record_rank_failure(msg, outcome.failed_part, secondary=outcome.secondary)
-        _exit_now(outcome.exit_code)
-    except BaseException as e:
-        msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
-        record_rank_failure(msg, "learner")
+    except WriteFailed as e:
+        if ctx is None:  # outside the duo's loop (the run directory's first files): no traceback
+            print(f"duorl: error: {e}", file=sys.stderr, flush=True)
+            return exit_code("failed")
+        _leave_rank(e, renv, ctx)
         raise
+    except BaseException as e:
+        if ctx is not None:
+            _leave_rank(e, renv, ctx)
+        raise
+    if ctx is None:
+        return code
     if code == 0:
         ctx.destroy()  # every graph holding NCCL work went with the duo
         return 0
@@ -89,25 +100,28 @@ def train(cfg: Config) -> int:
     return code
 
 
-def _memory_problem(cfg: Config, spec: Any, device: torch.device, replay_bytes: int, data_parallel: bool) -> str | None:
-    """Whether the replay ring, the weight board, the networks and their activations fit on this device
-    (runtime/memory.py), the networks counted from the configuration: nothing is allocated. The problem,
-    naming the keys to change, when they do not."""
-    from duorl.algos.registry import network_shape_keys, network_sizes
-    from duorl.config.errors import format_value
-    from duorl.runtime.memory import MemoryFixes, MemoryNeed, memory_problem
+def _leave_rank(e: BaseException, renv: Any, ctx: Any) -> None:
+    """A rank's run that raised: a refusal or a lost peer (or a failed write) is recorded and the rank leaves
+    at once with its exit code; anything else is recorded as the learner's failure and raised on."""
+    from duorl.distributed.group import RankRefusal
 
-    actor, critic = network_sizes(cfg.algo, spec)
-    actor_keys, critic_keys = network_shape_keys(cfg.algo.name)
-    larger, keys = ("actor", actor_keys) if actor.state >= critic.state else ("critic", critic_keys)
-    shown = " or ".join(f"{k}={format_value(getattr(cfg.algo, k.split('.', 1)[1]))}" for k in keys)
-    counts = f"the actor has {actor.params:,} parameters, the critic {critic.params:,}"
-    fixes = MemoryFixes(replay="lower algo.buffer_size (ticks kept per env) or training.num_envs",
-                        networks=f"shrink the {larger}: lower {shown} ({counts})",
-                        activations=f"lower algo.batch_size={cfg.algo.batch_size} or training.num_envs="
-                                    f"{cfg.training.num_envs}, or shrink the {larger}: lower {shown}")
-    need = MemoryNeed.of(replay_bytes, actor, critic, cfg.algo.batch_size, cfg.training.num_envs, data_parallel)
-    return memory_problem(device, need, fixes)
+    if isinstance(e, InputRefused):
+        # every rank refuses together (RankRefusal) or this rank found its input wrong
+        msg = str(e)
+        if renv.rank == 0 or not isinstance(e, RankRefusal):
+            print(f"error: {msg}", file=sys.stderr, flush=True)
+        record_rank_failure(msg, "input")
+        _exit_now(exit_code("refused"))
+    elif isinstance(e, (RankLost, WriteFailed)):
+        outcome = outcome_of(e)
+        assert outcome is not None and outcome.failed_part is not None
+        msg = f"rank {renv.rank} ({ctx.host}): {e}"
+        print(f"duorl: {'' if outcome.secondary else 'error: '}{msg}", file=sys.stderr, flush=True)
+        record_rank_failure(msg, outcome.failed_part, secondary=outcome.secondary)
+        _exit_now(outcome.exit_code)
+    else:
+        msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
+        record_rank_failure(msg, "learner")
 
 
 def _exit_now(code: int) -> None:
@@ -117,64 +131,21 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-@dataclass
-class _Place:
-    """Where this process sits in the run: its rank and the world's size, and its peers (ctx; None alone)."""
-
-    ctx: Any
-    rank: int = 0
-    world: int = 1
-
-    @classmethod
-    def of(cls, ctx: Any) -> "_Place":
-        return cls(ctx, ctx.rank, ctx.world_size) if ctx is not None else cls(None)
-
-    @property
-    def lead(self) -> bool:
-        return self.rank == 0
-
-    def agree(self, problem: str | None, what: str) -> None:
-        """Without peers a problem refuses the run here; with them every rank refuses together."""
-        if self.ctx is not None:
-            self.ctx.agree(problem, what)
-        elif problem is not None:
-            raise InputRefused(problem)
-
-
-@dataclass
-class _Checked:
-    """What the checks before anything is built found and decided."""
-
-    switches: Switches
-    verdict: MpsVerdict
-    source: Any  # the task's source (envs/task_sources.TaskSource): its facts and builders
-    task: Any  # None: a source that builds a whole VecEnv (mjlab), without a Task
-    spec: Any
-    resume_state: Any = None
-    resumed_from: Any = None
-    learner_state: Any = None
-
-
 def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
-    """Start the collector's process, check, claim the run directory, build the learner and the duo, run
-    it, record the outcome."""
-    from duorl.runtime.duo import PrestartedCollector
-
+    """Start the collector's process, then run the steps on one RunContext; a collector that no duo took is
+    cancelled."""
     t0 = time.perf_counter()
-    place = _Place.of(ctx)
     # the collector's interpreter and imports go on beside the checks and the learner's build
-    prestarted = PrestartedCollector(_collector_preimports(cfg))
+    run = RunContext(cfg, device, mps, Place.of(ctx), t0, PrestartedCollector(_collector_preimports(cfg)))
     try:
-        return _train_with(cfg, device, mps, ctx, place, prestarted, t0)
+        return _run(run)
     finally:
-        prestarted.cancel()  # a run refused or stopped before its duo started: the collector built nothing
+        run.prestarted.cancel()  # a run refused or stopped before its duo started: the collector built nothing
 
 
 def _collector_preimports(cfg: Config) -> tuple[str, ...]:
     """What the collector imports while its learner is built (runtime/collector.py, collector_entry): the
     registries its arguments name, and the simulator (Warp's loads counted first, then MuJoCo Warp, or mjlab)."""
-    from duorl.envs.task_sources import source_of
-
     out = ("duorl.envs.registry", "duorl.algos.registry")
     if source_of(cfg.task.name).kind == "mjlab":
         return (*out, "duorl.envs.backends.warp_loads:install", "mujoco_warp", "duorl.envs.mjlab.loader:registry")
@@ -183,308 +154,111 @@ def _collector_preimports(cfg: Config) -> tuple[str, ...]:
     return out
 
 
-def _train_with(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any, place: "_Place", prestarted: Any,
-                t0: float) -> int:
-    """_train's work, with the collector's process already starting."""
+def _run(run: RunContext) -> int:
+    """The steps in order: checks, run directory, learner, reporting and the duo, the duo's run, the outcome."""
     with PHASES.phase("checks"):
-        checked = _check(cfg, device, mps, place)
-    if isinstance(checked, int):
-        return checked
-    if _stopped_before_start(place):
+        code = _check(run)
+    if code is not None:
+        return code
+    if _stopped_before_start(run.place):
         return 0
     with PHASES.phase("run directory"):
-        run_dir = _claim_run_dir(cfg, place)
+        _claim_run_dir(run)
     with PHASES.phase("learner"):
-        learner, sync = _build_learner(cfg, device, checked, place)
+        _build_learner(run)
     with PHASES.phase("reporting"):
-        directory, reporter, coordinator = _reporting(cfg, device, checked, place, run_dir, learner, sync)
-        snapshot_dir = run_dir / "checkpoints" if place.lead else _rank_scratch(place.rank, ctx.env.run_id)
-        duo = _build_duo(cfg, device, mps, checked, place, run_dir, snapshot_dir, learner, directory, reporter,
-                         coordinator, prestarted)
+        _reporting(run)
+        _build_duo(run)
     try:
-        result = duo.run()
+        result = run.duo.run()
     except BaseException as e:
-        if directory is not None:
-            directory.finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
+        if run.directory is not None:
+            run.directory.finish("failed", run.duo.done_iterations, 0, time.perf_counter() - run.t0, error=repr(e))
         raise
     finally:
-        if not place.lead:
-            import shutil
-
-            shutil.rmtree(snapshot_dir, ignore_errors=True)
-    return _finish(cfg, result, run_dir, learner, checked.spec, directory, ctx)
+        if not run.place.lead:
+            shutil.rmtree(run.snapshot_dir, ignore_errors=True)
+    return _finish(run, result)
 
 
-def _check(cfg: Config, device: torch.device, mps: MpsSession, place: _Place) -> _Checked | int:
-    """Every check that refuses a run before anything is built, in the order a user meets them; an exit
-    code where the run stops here."""
-    from duorl.envs.task_sources import source_of
-    from duorl.runtime.replay import ReplayLayout
-
-    tr, ctx = cfg.training, place.ctx
+def _check(run: RunContext) -> int | None:
+    """Every check that refuses a run before anything is built, in the order a user meets them (sets
+    run.checked); an exit code where the run stops here."""
+    cfg, place, tr, ctx = run.cfg, run.place, run.cfg.training, run.place.ctx
     source = source_of(cfg.task.name)
     # the task's first check (a clip that cannot be used) fails here, first (every rank's collector reads it)
     for warning in source.first_check(cfg.task):
         if place.lead:
             print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
-    switches = resolve_switches(cfg, str(device), data_parallel=ctx is not None, tick_capturable=source.tick_capturable,
-                                 steps_in_stages=source.stated.steps_in_stages)
+    switches = resolve_switches(cfg, str(run.device), data_parallel=ctx is not None,
+                                tick_capturable=source.tick_capturable, steps_in_stages=source.stated.steps_in_stages)
     if ctx is not None:
         from duorl.distributed.agreement import config_mismatch
 
         configs = ctx.all_gather(config_to_dict(cfg), "comparing the ranks' configurations", group="startup")
         place.agree(config_mismatch(configs), "comparing configurations")
-    verdict = mps.probe(str(device), str(device))  # fails closed before anything is built
+    verdict = run.mps.probe(str(run.device), str(run.device))  # fails closed before anything is built
     if ctx is None and not verdict.ok:
         print(f"error: {verdict.message}", file=sys.stderr)
         return 2
     place.agree(None if verdict.ok else verdict.message, "probing CUDA MPS")
     if tr.torch_threads > 0:
         torch.set_num_threads(tr.torch_threads)
-    checked = _check_task(cfg, source, switches, verdict, place)
+    checked = run.checked = _check_task(run, source, switches, verdict)
     if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
-        checked.resume_state, checked.learner_state, checked.resumed_from = _load_resume(
-            cfg, checked.task, place.world, place.lead, ctx)
+        checked.resume_state, checked.learner_state, checked.resumed_from = _load_resume(run)
     spec = checked.spec
     layout = ReplayLayout(tr.num_envs, cfg.algo.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
-    place.agree(_memory_problem(cfg, spec, device, layout.nbytes(), ctx is not None),
-                "checking memory for the replay ring and the networks")
-    return checked
+    place.agree(_memory_problem(run, layout.nbytes()), "checking memory for the replay ring and the networks")
+    return None
 
 
-def _check_task(cfg: Config, source: Any, switches: Switches, verdict: MpsVerdict, place: _Place) -> _Checked:
+def _check_task(run: RunContext, source: Any, switches: Switches, verdict: MpsVerdict) -> Checked:
     """The task's shapes and inputs, and the run directory's path (duorl/cli/preflight.py)."""
-    from duorl.cli.preflight import preflight
-
+    cfg = run.cfg
     # unbound: shapes and state names, no simulation (None: a whole VecEnv without a Task, mjlab's)
     task = source.make_task(cfg.task)
     spec = source.spec(cfg.task) if task is None else task.spec
-    checked = preflight(cfg, source, spec, task, place.lead)
-    for warning in checked.warnings:
+    found = preflight(cfg, source, spec, task, run.place.lead)
+    for warning in found.warnings:
         print(f"duorl: warning: {warning}", file=sys.stderr, flush=True)
-    place.agree(checked.problem, "checking the run's inputs")
-    return _Checked(switches, verdict, source, task, spec)
+    run.place.agree(found.problem, "checking the run's inputs")
+    return Checked(switches, verdict, source, task, spec)
 
 
-def _stopped_before_start(place: _Place) -> bool:
-    """A stop that reached any rank before its run directory exists stops them all here."""
-    from duorl.runtime.stop_signals import early_stop_signal
-
-    stop_now = early_stop_signal() is not None
-    if place.ctx is not None:
-        stop_now = any(place.ctx.all_gather(stop_now, "agreeing whether to start", group="startup"))
-    if stop_now and place.lead:
-        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
-    return stop_now
-
-
-def _claim_run_dir(cfg: Config, place: _Place) -> Path:
-    """Rank 0 claims a new run directory (atomic: never an existing one); every rank learns its path."""
-    from duorl.telemetry.run_dir_claim import claim_run_dir
-    from duorl.telemetry.run_directory import default_run_dir
-    from duorl.telemetry.summary import write_json_atomic
-
-    ctx = place.ctx
-    run_dir: Path | None = None
-    if place.lead:
-        run_dir = claim_run_dir(cfg.training.log_dir, default_run_dir(cfg))
-        write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
-        print(f"duorl: run directory {run_dir}", flush=True)
-    if ctx is not None:
-        # global rank 0 (whichever host the rendezvous made it) writes the run directory: every other
-        # node says where it is (docs/distributed.md)
-        path, writer = ctx.broadcast((str(run_dir), ctx.host) if place.lead else None, "sharing the run directory")
-        run_dir = Path(path)
-        if not place.lead and ctx.env.local_rank == 0:
-            print(f"duorl: run directory {run_dir} on {writer} (written by rank 0)", flush=True)
-    assert run_dir is not None
-    return run_dir
+def _memory_problem(run: RunContext, replay_bytes: int) -> str | None:
+    """Whether the replay ring, the weight board, the networks and their activations fit on this device
+    (runtime/memory.py), the networks counted from the configuration: nothing is allocated. The problem,
+    naming the keys to change, when they do not."""
+    cfg = run.cfg
+    assert run.checked is not None
+    actor, critic = network_sizes(cfg.algo, run.checked.spec)
+    actor_keys, critic_keys = network_shape_keys(cfg.algo.name)
+    larger, keys = ("actor", actor_keys) if actor.state >= critic.state else ("critic", critic_keys)
+    shown = " or ".join(f"{k}={format_value(getattr(cfg.algo, k.split('.', 1)[1]))}" for k in keys)
+    counts = f"the actor has {actor.params:,} parameters, the critic {critic.params:,}"
+    fixes = MemoryFixes(replay="lower algo.buffer_size (ticks kept per env) or training.num_envs",
+                        networks=f"shrink the {larger}: lower {shown} ({counts})",
+                        activations=f"lower algo.batch_size={cfg.algo.batch_size} or training.num_envs="
+                                    f"{cfg.training.num_envs}, or shrink the {larger}: lower {shown}")
+    need = MemoryNeed.of(replay_bytes, actor, critic, cfg.algo.batch_size, cfg.training.num_envs,
+                         run.place.data_parallel)
+    return memory_problem(run.device, need, fixes)
 
 
-def _build_learner(cfg: Config, device: torch.device, checked: _Checked, place: _Place) -> tuple[Any, Any]:
-    """The learner (restored on resume) and its gradient synchronizer (the data-parallel one, or None)."""
-    from duorl.algos.registry import make_learner
-
-    tr = cfg.training
-    if device.type == "cuda":
-        # the learner's CUDA graph captures on the current device's stream and registers its default
-        # generator: on any GPU but the first, both must be the run's (the collector sets its own)
-        torch.cuda.set_device(device)
-    torch.manual_seed(derive_seed(tr.seed, "learner"))
-    # the same networks and update noise on every rank: the learner streams are rank 0's everywhere
-    learner = make_learner(cfg.algo, checked.spec, device, derive_seed(tr.seed, "learner"))
-    if checked.learner_state is not None:
-        learner.load_state_dict(checked.learner_state)
-    if place.ctx is not None:
-        return learner, _data_parallel_learner(cfg, learner, place.ctx, device)
-    from duorl.algos.grad_buffers import LocalValidity
-
-    # alone, the same rule as under data parallel: a step whose loss or gradients are not finite is
-    # skipped (on the device), and counted in Train/skipped_updates
-    learner.set_synchronizer(LocalValidity(device))
-    return learner, None
-
-
-def _reporting(cfg: Config, device: torch.device, checked: _Checked, place: _Place, run_dir: Path, learner: Any,
-               sync: Any) -> tuple[Any, Any, Any]:
-    """Rank 0's run directory (None on other ranks), where the duo's results go (the run directory; a
-    rank's reporter under data parallel) and the coordinator of the ranks' iteration boundaries."""
-    from duorl.runtime.coordination import Solo
-    from duorl.telemetry.run_directory import RunDirectory
-    from duorl.telemetry.summary import device_record, host_record, package_versions
-
-    ctx = place.ctx
-    directory: Any = None
-    if place.lead:
-        (run_dir / "checkpoints").mkdir(exist_ok=True)
-        directory = RunDirectory(cfg, run_dir, learner, device)
-        directory.manifest.update(_manifest(cfg, device, checked.switches, checked.spec, place.world, ctx is not None,
-                                           checked.resumed_from, device_record, host_record, package_versions))
-        # why the tick runs eagerly whatever sim.tick_cuda_graph says (an mjlab step syncs the host)
-        directory.manifest["collector_tick_cuda_graph"]["eager_reason"] = checked.source.tick_eager_reason
-        # which rule skips invalid steps: this process's verdict alone, or every rank's
-        directory.manifest["gradient_synchronizer"] = type(learner.grad_sync).__name__
-        if sync is not None:
-            directory.manifest["dp_gradient_groups"] = sync.layout()
-    if ctx is None:
-        return directory, directory, Solo()
-    from duorl.distributed.dp_coordinator import DataParallelCoordinator, RankReporter
-
-    rank_record = {"rank": place.rank, "local_rank": ctx.env.local_rank, "host": ctx.host,
-                   "device": str(device), "device_uuid": device_record(device).get("uuid")}
-    return directory, RankReporter(ctx, directory, sync, rank_record), DataParallelCoordinator(ctx, sync.watch)
-
-
-def _build_duo(cfg: Config, device: torch.device, mps: MpsSession, checked: _Checked, place: _Place, run_dir: Path,
-               snapshot_dir: Path, learner: Any, directory: Any, reporter: Any, coordinator: Any,
-               prestarted: Any = None) -> Any:
-    """The duo: its settings, the collector's env and actor factories, and the MPS check at its start."""
-    from duorl.algos.registry import make_actor
-    from duorl.cli.learner_stall import gone_recorder, stall_recorder
-    from duorl.envs.registry import make_vec_env
-    from duorl.runtime.duo import Duo
-    from duorl.runtime.settings import DuoSettings
-
-    tr, switches, rank, lead, ctx = cfg.training, checked.switches, place.rank, place.lead, place.ctx
-    env_factory = functools.partial(
-        make_vec_env,
-        cfg.task,
-        cfg.sim,
-        tr.num_envs,
-        switches.env_device,
-        derive_seed(tr.seed, "env", rank),
-        tr.nan_guard.enabled,
-        cfg.debug.nan_inject_step,
-        compile=switches.tick_compile,
-        solver_early_exit=switches.solver_early_exit,
-    )
-    actor_factory = functools.partial(make_actor, cfg.algo, checked.spec)
-    settings = DuoSettings(
-        config=cfg,
-        device=str(device),
-        explore_seed=derive_seed(tr.seed, "explore", rank),
-        replay_seed=derive_seed(tr.seed, "replay", rank),
-        whole_cycle_cuda_graph=switches.whole_cycle_cuda_graph,
-        tick_cuda_graph=switches.tick_cuda_graph,
-        snapshot_dir=str(snapshot_dir),
-        nan_dump_path=str(run_dir / "nan_first_state.pt") if tr.nan_guard.enabled and lead else None,
-        nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
-        fail_capture=cfg.debug.fail_capture_rank == rank,
-        on_learner_stalled=stall_recorder(ctx, run_dir if lead else None),
-        on_learner_gone=gone_recorder(run_dir if lead else None),
-        snapshot_dir_is_scratch=not lead,
-        report_startup=lead,
-    )
-    if directory is not None:
-        directory.manifest["cuda_process_sharing"] = mps_manifest(tr.cuda_process_sharing, [checked.verdict.evidence])
-    return Duo(settings, checked.spec, learner, env_factory, actor_factory, reporter, resume=checked.resume_state,
-               on_collector_ready=functools.partial(_check_mps_clients, mps, ctx, tr.cuda_process_sharing),
-               coordinator=coordinator, on_startup=functools.partial(_write_startup, run_dir) if lead else None,
-               prestarted=prestarted)
-
-
-def _write_startup(run_dir: Path, record: dict[str, Any]) -> None:
-    """The duo's on_startup: both processes' start-up phases into RUN_DIR/startup.json, and the line that
-    ends the start-up table on the console."""
-    from duorl.telemetry.summary import write_json_atomic
-
-    path = run_dir / "startup.json"
-    try:
-        write_json_atomic(path, record)
-    except WriteFailed as e:  # the table is a report: the run goes on (the next write fails it, if the disk is full)
-        print(f"duorl: warning: {e}", file=sys.stderr, flush=True)
-        return
-    done = next((p for p in record["learner"] if p["name"] == "first update"), None)
-    what = "first update" if done is not None else "start-up ended without an update"
-    end = done["end_s"] if done is not None else max(p["end_s"] for p in record["learner"])
-    print(f"duorl: start-up {end:6.1f} s  {what}; every phase of both processes in {path}", flush=True)
-
-
-def _check_mps_clients(mps: MpsSession, ctx: Any, sharing: Any, collector_pid: int,
-                       collector_device: str) -> dict[str, Any]:
-    """The duo's on_collector_ready: MPS fails open, so once both processes hold a CUDA context, prove
-    they share one GPU as the daemon's clients (on every rank); the manifest's record of it."""
-    from duorl.runtime.duo import StartRefused
-
-    v = mps.verify(os.getpid(), collector_pid, collector_device)
-    verdicts = _gather_verdicts(ctx, v)
-    if not all(x.ok for x in verdicts):
-        bad = next(x for x in verdicts if not x.ok)
-        raise StartRefused(bad.message if ctx is None else f"rank {bad.evidence.rank} ({bad.host}): {bad.message}")
-    return {"cuda_process_sharing": mps_manifest(sharing, [x.evidence for x in verdicts], [x.host for x in verdicts])}
-
-
-def _rank_scratch(rank: int, run_id: str) -> Path:
-    """Where a rank other than 0 (which may run on a host without the run directory) keeps its
-    collector's snapshots until they are gathered into rank 0's checkpoint: named by the run, so that
-    whoever outlives the rank (its collector, the launcher) can remove it (distributed/launch.py)."""
-    from duorl.distributed.launch import rank_scratch_dir
-
-    path = rank_scratch_dir(run_id, rank, os.getppid())
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _data_parallel_learner(cfg: Config, learner: Any, ctx: Any, device: torch.device) -> Any:
-    """Rank 0's initial learner state on every rank, the gradient layout agreed, and the learner's
-    groups handed to the all-reduce synchronizer."""
-    from duorl.distributed.agreement import layout_mismatch
-    from duorl.distributed.grad_sync import AllReduceSynchronizer, group_layout
-
-    from duorl.runtime.checkpoint import to_cpu
-
-    state = ctx.broadcast(to_cpu(learner.state_dict()) if ctx.rank == 0 else None,
-                          "broadcasting rank 0's initial learner state")
-    if ctx.rank != 0:
-        learner.load_state_dict(state)
-    layouts = ctx.all_gather(group_layout(learner.sync_groups, cfg.training.dp_gradient_wire_dtype),
-                             "comparing gradient layouts", group="startup")
-    ctx.agree(layout_mismatch(layouts), "comparing gradient layouts")
-    from duorl.distributed.collective_wait import CollectiveWatch, RankBeats
-
-    sync = AllReduceSynchronizer(ctx.data, ctx.world_size, device, cfg.training.dp_gradient_wire_dtype)
-    # the learner beats while it waits for a peer rank, and names the one it waits for
-    ctx.watch = sync.watch = CollectiveWatch(ctx.rank, ctx.host, cfg.training.wait_report_s, RankBeats(ctx.env, ctx.host))
-    learner.set_synchronizer(sync)
-    return sync
-
-
-def _gather_verdicts(ctx: Any, verdict: MpsVerdict) -> list[MpsVerdict]:
-    if ctx is None:
-        return [verdict]
-    return ctx.all_gather(verdict, "gathering the CUDA MPS client checks", group="startup")
-
-
-def _load_resume(cfg: Config, task: Any, world: int, lead: bool, ctx: Any) -> tuple[Any, Any, dict[str, Any]]:
+def _load_resume(run: RunContext) -> tuple[Any, Any, dict[str, Any]]:
     """(this rank's runtime state, rank 0's learner state, the manifest's resumed_from): rank 0 reads and
     checks the checkpoint; every rank gets the learner state and its own runtime state (replay can be
     large: no rank receives another's); ranks refuse together."""
     from duorl.cli.resume import load_resume
 
+    cfg, lead, ctx = run.cfg, run.place.lead, run.place.ctx
+    assert run.checked is not None
     problem, found = None, None
     if lead:
         try:
-            found = load_resume(cfg.training.resume, config_to_dict(cfg), _task_state_keys(task), world, type(cfg.task))
+            found = load_resume(cfg.training.resume, config_to_dict(cfg), _task_state_keys(run.checked.task),
+                                run.place.world, type(cfg.task))
         except ConfigError as e:
             if ctx is None:
                 raise
@@ -498,6 +272,12 @@ def _load_resume(cfg: Config, task: Any, world: int, lead: bool, ctx: Any) -> tu
     mine = ctx.scatter_from_zero(list(found[2]) if lead else None, "handing every rank its runtime state")
     learner_state, resumed_from = head
     return mine, learner_state, resumed_from
+
+
+def _task_state_keys(task: Any) -> tuple[str, ...]:
+    """The names of the task's resume state (tasks.base: the optional state_keys()), none if it has none."""
+    keys = getattr(task, "state_keys", None)
+    return tuple(keys()) if keys is not None else ()
 
 
 def _resumed_from(ckpt_path: Path, states: list[Any]) -> dict[str, Any]:
@@ -514,14 +294,119 @@ def _resumed_from(ckpt_path: Path, states: list[Any]) -> dict[str, Any]:
     }
 
 
-def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, world: int, data_parallel: bool,
-              resumed_from: Any, device_record: Any, host_record: Any, package_versions: Any) -> dict[str, Any]:
-    tr, algo = cfg.training, cfg.algo
+def _stopped_before_start(place: Place) -> bool:
+    """A stop that reached any rank before its run directory exists stops them all here."""
+    stop_now = early_stop_signal() is not None
+    if place.ctx is not None:
+        stop_now = any(place.ctx.all_gather(stop_now, "agreeing whether to start", group="startup"))
+    if stop_now and place.lead:
+        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+    return stop_now
+
+
+def _claim_run_dir(run: RunContext) -> None:
+    """Rank 0 claims a new run directory (atomic: never an existing one); every rank learns its path (sets
+    run.run_dir)."""
+    cfg, place, ctx = run.cfg, run.place, run.place.ctx
+    run_dir: Path | None = None
+    if place.lead:
+        run_dir = claim_run_dir(cfg.training.log_dir, default_run_dir(cfg))
+        write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
+        print(f"duorl: run directory {run_dir}", flush=True)
+    if ctx is not None:
+        # global rank 0 (whichever host the rendezvous made it) writes the run directory: every other
+        # node says where it is (docs/distributed.md)
+        path, writer = ctx.broadcast((str(run_dir), ctx.host) if place.lead else None, "sharing the run directory")
+        run_dir = Path(path)
+        if not place.lead and ctx.env.local_rank == 0:
+            print(f"duorl: run directory {run_dir} on {writer} (written by rank 0)", flush=True)
+    assert run_dir is not None
+    run.run_dir = run_dir
+
+
+def _build_learner(run: RunContext) -> None:
+    """The learner (restored on resume) and its gradient synchronizer (the data-parallel one, or None): sets
+    run.learner and run.sync."""
+    tr, device, checked = run.cfg.training, run.device, run.checked
+    assert checked is not None
+    if device.type == "cuda":
+        # the learner's CUDA graph captures on the current device's stream and registers its default
+        # generator: on any GPU but the first, both must be the run's (the collector sets its own)
+        torch.cuda.set_device(device)
+    torch.manual_seed(derive_seed(tr.seed, "learner"))
+    # the same networks and update noise on every rank: the learner streams are rank 0's everywhere
+    learner = run.learner = make_learner(run.cfg.algo, checked.spec, device, derive_seed(tr.seed, "learner"))
+    if checked.learner_state is not None:
+        learner.load_state_dict(checked.learner_state)
+    if run.place.ctx is not None:
+        run.sync = _data_parallel_learner(run)
+        return
+    # alone, the same rule as under data parallel: a step whose loss or gradients are not finite is
+    # skipped (on the device), and counted in Train/skipped_updates
+    learner.set_synchronizer(LocalValidity(device))
+
+
+def _data_parallel_learner(run: RunContext) -> Any:
+    """Rank 0's initial learner state on every rank, the gradient layout agreed, and the learner's
+    groups handed to the all-reduce synchronizer."""
+    from duorl.distributed.agreement import layout_mismatch
+    from duorl.distributed.collective_wait import CollectiveWatch, RankBeats
+    from duorl.distributed.grad_sync import AllReduceSynchronizer, group_layout
+    from duorl.runtime.checkpoint import to_cpu
+
+    learner, ctx, tr = run.learner, run.place.ctx, run.cfg.training
+    state = ctx.broadcast(to_cpu(learner.state_dict()) if ctx.rank == 0 else None,
+                          "broadcasting rank 0's initial learner state")
+    if ctx.rank != 0:
+        learner.load_state_dict(state)
+    layouts = ctx.all_gather(group_layout(learner.sync_groups, tr.dp_gradient_wire_dtype),
+                             "comparing gradient layouts", group="startup")
+    ctx.agree(layout_mismatch(layouts), "comparing gradient layouts")
+    sync = AllReduceSynchronizer(ctx.data, ctx.world_size, run.device, tr.dp_gradient_wire_dtype)
+    # the learner beats while it waits for a peer rank, and names the one it waits for
+    ctx.watch = sync.watch = CollectiveWatch(ctx.rank, ctx.host, tr.wait_report_s, RankBeats(ctx.env, ctx.host))
+    learner.set_synchronizer(sync)
+    return sync
+
+
+def _reporting(run: RunContext) -> None:
+    """Rank 0's run directory (None on other ranks), where the duo's results go (the run directory; a
+    rank's reporter under data parallel) and the coordinator of the ranks' iteration boundaries: sets
+    run.directory, run.reporter and run.coordinator."""
+    place, ctx, checked, run_dir = run.place, run.place.ctx, run.checked, run.run_dir
+    assert checked is not None and run_dir is not None
+    if place.lead:
+        (run_dir / "checkpoints").mkdir(exist_ok=True)
+        directory = run.directory = RunDirectory(run.cfg, run_dir, run.learner, run.device)
+        directory.manifest.update(run_manifest(run))
+        # why the tick runs eagerly whatever sim.tick_cuda_graph says (an mjlab step syncs the host)
+        directory.manifest["collector_tick_cuda_graph"]["eager_reason"] = checked.source.tick_eager_reason
+        # which rule skips invalid steps: this process's verdict alone, or every rank's
+        directory.manifest["gradient_synchronizer"] = type(run.learner.grad_sync).__name__
+        if run.sync is not None:
+            directory.manifest["dp_gradient_groups"] = run.sync.layout()
+    if ctx is None:
+        run.reporter, run.coordinator = run.directory, Solo()
+        return
+    from duorl.distributed.dp_coordinator import DataParallelCoordinator, RankReporter
+
+    rank_record = {"rank": place.rank, "local_rank": ctx.env.local_rank, "host": ctx.host,
+                   "device": str(run.device), "device_uuid": device_record(run.device).get("uuid")}
+    run.reporter = RankReporter(ctx, run.directory, run.sync, rank_record)
+    run.coordinator = DataParallelCoordinator(ctx, run.sync.watch)
+
+
+def run_manifest(run: RunContext) -> dict[str, Any]:
+    """The manifest's entries that the checks decided (devices, switches, graphs, the task's shapes, the
+    resume, the compile caches); rank 0 writes them into its run directory's manifest."""
+    cfg, checked = run.cfg, run.checked
+    assert checked is not None
+    tr, algo, switches = cfg.training, cfg.algo, checked.switches
     return {
-        "world_size": world,
+        "world_size": run.place.world,
         "rank": 0,
-        "data_parallel": data_parallel,
-        "devices": [device_record(device)],
+        "data_parallel": run.place.data_parallel,
+        "devices": [device_record(run.device)],
         "env_device": switches.env_device,
         "sim": cfg.sim.name,
         "host": host_record(),
@@ -547,24 +432,114 @@ def _manifest(cfg: Config, device: torch.device, switches: Switches, spec: Any, 
         },
         "max_wall_minutes": tr.max_wall_minutes,
         "dp_gradient_wire_dtype": tr.dp_gradient_wire_dtype,
-        "env_spec": spec.record(),
-        "resumed_from": resumed_from,
+        "env_spec": checked.spec.record(),
+        "resumed_from": checked.resumed_from,
         # where compiled code is kept between runs (docs/guide.md "Compile caches"); learner and collector share them
         "compile_caches": compile_cache_dirs(),
     }
 
 
-def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, directory: Any, ctx: Any) -> int:
+def _build_duo(run: RunContext) -> None:
+    """The duo: its settings, the collector's env and actor factories, and the MPS check at its start (sets
+    run.snapshot_dir and run.duo)."""
+    cfg, checked, place, run_dir = run.cfg, run.checked, run.place, run.run_dir
+    assert checked is not None and run_dir is not None
+    tr, switches, rank, lead, ctx = cfg.training, checked.switches, place.rank, place.lead, place.ctx
+    run.snapshot_dir = run_dir / "checkpoints" if lead else _rank_scratch(rank, ctx.env.run_id)
+    env_factory = functools.partial(
+        make_vec_env,
+        cfg.task,
+        cfg.sim,
+        tr.num_envs,
+        switches.env_device,
+        derive_seed(tr.seed, "env", rank),
+        tr.nan_guard.enabled,
+        cfg.debug.nan_inject_step,
+        compile=switches.tick_compile,
+        solver_early_exit=switches.solver_early_exit,
+    )
+    actor_factory = functools.partial(make_actor, cfg.algo, checked.spec)
+    settings = DuoSettings(
+        config=cfg,
+        device=str(run.device),
+        explore_seed=derive_seed(tr.seed, "explore", rank),
+        replay_seed=derive_seed(tr.seed, "replay", rank),
+        whole_cycle_cuda_graph=switches.whole_cycle_cuda_graph,
+        tick_cuda_graph=switches.tick_cuda_graph,
+        snapshot_dir=str(run.snapshot_dir),
+        nan_dump_path=str(run_dir / "nan_first_state.pt") if tr.nan_guard.enabled and lead else None,
+        nan_loss_iteration=cfg.debug.nan_loss_iteration if cfg.debug.nan_loss_rank == rank else -1,
+        fail_capture=cfg.debug.fail_capture_rank == rank,
+        on_learner_stalled=stall_recorder(ctx, run_dir if lead else None),
+        on_learner_gone=gone_recorder(run_dir if lead else None),
+        snapshot_dir_is_scratch=not lead,
+        report_startup=lead,
+    )
+    if run.directory is not None:
+        run.directory.manifest["cuda_process_sharing"] = mps_manifest(tr.cuda_process_sharing,
+                                                                      [checked.verdict.evidence])
+    run.duo = Duo(settings, checked.spec, run.learner, env_factory, actor_factory, run.reporter,
+                  resume=checked.resume_state,
+                  on_collector_ready=functools.partial(_check_mps_clients, run.mps, ctx, tr.cuda_process_sharing),
+                  coordinator=run.coordinator,
+                  on_startup=functools.partial(_write_startup, run_dir) if lead else None,
+                  prestarted=run.prestarted)
+
+
+def _rank_scratch(rank: int, run_id: str) -> Path:
+    """Where a rank other than 0 (which may run on a host without the run directory) keeps its
+    collector's snapshots until they are gathered into rank 0's checkpoint: named by the run, so that
+    whoever outlives the rank (its collector, the launcher) can remove it (distributed/launch.py)."""
+    path = rank_scratch_dir(run_id, rank, os.getppid())
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _write_startup(run_dir: Path, record: dict[str, Any]) -> None:
+    """The duo's on_startup: both processes' start-up phases into RUN_DIR/startup.json, and the line that
+    ends the start-up table on the console."""
+    path = run_dir / "startup.json"
+    try:
+        write_json_atomic(path, record)
+    except WriteFailed as e:  # the table is a report: the run goes on (the next write fails it, if the disk is full)
+        print(f"duorl: warning: {e}", file=sys.stderr, flush=True)
+        return
+    done = next((p for p in record["learner"] if p["name"] == "first update"), None)
+    what = "first update" if done is not None else "start-up ended without an update"
+    end = done["end_s"] if done is not None else max(p["end_s"] for p in record["learner"])
+    print(f"duorl: start-up {end:6.1f} s  {what}; every phase of both processes in {path}", flush=True)
+
+
+def _check_mps_clients(mps: MpsSession, ctx: Any, sharing: Any, collector_pid: int,
+                       collector_device: str) -> dict[str, Any]:
+    """The duo's on_collector_ready: MPS fails open, so once both processes hold a CUDA context, prove
+    they share one GPU as the daemon's clients (on every rank); the manifest's record of it."""
+    v = mps.verify(os.getpid(), collector_pid, collector_device)
+    verdicts = _gather_verdicts(ctx, v)
+    if not all(x.ok for x in verdicts):
+        bad = next(x for x in verdicts if not x.ok)
+        raise StartRefused(bad.message if ctx is None else f"rank {bad.evidence.rank} ({bad.host}): {bad.message}")
+    return {"cuda_process_sharing": mps_manifest(sharing, [x.evidence for x in verdicts], [x.host for x in verdicts])}
+
+
+def _gather_verdicts(ctx: Any, verdict: MpsVerdict) -> list[MpsVerdict]:
+    if ctx is None:
+        return [verdict]
+    return ctx.all_gather(verdict, "gathering the CUDA MPS client checks", group="startup")
+
+
+def _finish(run: RunContext, result: Any) -> int:
     """Record the outcome (rank 0), run the post-training steps and return the exit code."""
     if result.status == "refused":
-        return _finish_refused(result, directory, ctx)
+        return _finish_refused(run, result)
     if result.status == "failed":
-        return _finish_failed(result, run_dir, directory, ctx)
-    digests = _final_state_digests(learner, ctx)
+        return _finish_failed(run, result)
+    digests = _final_state_digests(run)
+    directory = run.directory
     if directory is None:
         return 0
-    extra = _summary_extras(cfg, result, run_dir, directory, digests, ctx)
-    extra.update(_after_training(cfg, run_dir, learner, spec))
+    extra = _summary_extras(run, result, digests)
+    extra.update(_after_training(run))
     env_steps = directory.total_env_steps if directory.total_env_steps is not None else result.env_steps
     directory.finish(result.status, result.iterations, env_steps, result.wall_s, **extra)
     ret = result.last_metrics.get("Train/mean_episode_return")
@@ -572,28 +547,25 @@ def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, di
     if ret is not None:
         msg += f"; mean episode return {ret:.2f}"
     if result.wall_limited:
-        msg += f" (stopped by training.max_wall_minutes={cfg.training.max_wall_minutes})"
+        msg += f" (stopped by training.max_wall_minutes={run.cfg.training.max_wall_minutes})"
     print(msg, flush=True)
-    print(f"duorl: run directory {run_dir}", flush=True)
+    print(f"duorl: run directory {run.run_dir}", flush=True)
     return 0
 
 
-def _finish_refused(result: Any, directory: Any, ctx: Any) -> int:
+def _finish_refused(run: RunContext, result: Any) -> int:
     print(f"error: {result.error}", file=sys.stderr, flush=True)
-    if directory is not None:
-        directory.finish("refused", result.iterations, 0, result.wall_s, error=result.error)
-    if ctx is not None:
-        from duorl.distributed.launch import record_rank_failure
-
+    if run.directory is not None:
+        run.directory.finish("refused", result.iterations, 0, result.wall_s, error=result.error)
+    if run.place.ctx is not None:
         record_rank_failure(result.error or "refused", "input")
     return exit_code(result.status)
 
 
-def _finish_failed(result: Any, run_dir: Path, directory: Any, ctx: Any) -> int:
+def _finish_failed(run: RunContext, result: Any) -> int:
+    ctx, directory = run.place.ctx, run.directory
     where = f"rank {ctx.rank} ({ctx.host}): " if ctx is not None else ""
     if ctx is not None:
-        from duorl.distributed.launch import record_rank_failure
-
         record_rank_failure(f"{where}{result.error}", result.failed_part or "learner",
                             secondary=result.failed_part == "peer rank")
     if directory is not None:
@@ -604,12 +576,13 @@ def _finish_failed(result: Any, run_dir: Path, directory: Any, ctx: Any) -> int:
     print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
     if directory is not None:
         kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
-        print(f"duorl: run directory {run_dir} (status failed; {kept})", file=sys.stderr)
+        print(f"duorl: run directory {run.run_dir} (status failed; {kept})", file=sys.stderr)
     return exit_code(result.status)
 
 
-def _final_state_digests(learner: Any, ctx: Any) -> dict[str, Any] | None:
+def _final_state_digests(run: RunContext) -> dict[str, Any] | None:
     """Every rank's learner state, hashed (data parallel keeps them bitwise equal); None alone."""
+    ctx, learner = run.place.ctx, run.learner
     if ctx is None:
         return None
     from duorl.distributed.agreement import state_digest
@@ -622,9 +595,10 @@ def _final_state_digests(learner: Any, ctx: Any) -> dict[str, Any] | None:
     return digests
 
 
-def _summary_extras(cfg: Config, result: Any, run_dir: Path, directory: Any, digests: dict[str, Any] | None,
-                    ctx: Any) -> dict[str, Any]:
+def _summary_extras(run: RunContext, result: Any, digests: dict[str, Any] | None) -> dict[str, Any]:
     """The run's manifest updates, and what run_summary.json records beside the status."""
+    cfg, directory, run_dir = run.cfg, run.directory, run.run_dir
+    assert run_dir is not None
     if result.graph is not None:
         directory.manifest["whole_cycle_cuda_graph"].update(result.graph)
     directory.manifest["collector_tick_cuda_graph"]["active"] = result.tick_graph_active
@@ -638,28 +612,22 @@ def _summary_extras(cfg: Config, result: Any, run_dir: Path, directory: Any, dig
             "samples_checked": result.replay_samples_checked,
             "violations": result.replay_window_violations,
         }
-    if ctx is not None:
+    if run.place.ctx is not None:
         extra["dp_learner_state"] = digests
     return extra
 
 
-def _task_state_keys(task: Any) -> tuple[str, ...]:
-    """The names of the task's resume state (tasks.base: the optional state_keys()), none if it has none."""
-    keys = getattr(task, "state_keys", None)
-    return tuple(keys()) if keys is not None else ()
-
-
-def _after_training(cfg: Config, run_dir: Path, learner: Any, spec: Any) -> dict[str, Any]:
+def _after_training(run: RunContext) -> dict[str, Any]:
     """Export and post-train play, as configured; their results go into run_summary.json."""
+    tr, run_dir = run.cfg.training, run.run_dir
+    assert run_dir is not None and run.checked is not None
     out: dict[str, Any] = {}
-    if cfg.training.export_onnx:
+    if tr.export_onnx:
         from duorl.cli.export import export_policy
 
-        out["export"] = export_policy(learner.actor, spec.actor_obs_dim, run_dir / "export")
+        out["export"] = export_policy(run.learner.actor, run.checked.spec.actor_obs_dim, run_dir / "export")
         print(f"duorl: exported {out['export']['onnx']} and {out['export']['safetensors']}", flush=True)
-    if not cfg.training.no_play:
-        from duorl.cli.play import evaluate
-
+    if not tr.no_play:
         r = evaluate(run_dir, episodes=8)
         out["play"] = r.__dict__
         print(f"duorl: play: mean return {r.mean_return:.3f} over {r.episodes} episodes (deterministic)", flush=True)

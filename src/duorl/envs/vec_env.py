@@ -22,7 +22,7 @@ def _all_finite(t: torch.Tensor) -> torch.Tensor:
     return torch.isfinite(t).flatten(1).all(dim=1)
 
 
-def _select(mask: torch.Tensor, a: Obs, b: Obs) -> Obs:
+def select_obs(mask: torch.Tensor, a: Obs, b: Obs) -> Obs:
     """Per-env choice between two Obs: a where mask [N] is True, else b."""
     m = mask.unsqueeze(1)
     return {k: torch.where(m, a[k], b[k]) for k in b}
@@ -231,9 +231,9 @@ class TaskVecEnv(VecEnv):
         self._ep_length.masked_fill_(done, 0)
 
         self._reset_where(done, rng)
-        obs = _select(done, task.observe(sim), final_obs)
+        obs = select_obs(done, task.observe(sim), final_obs)
         if bad is not None:
-            final_obs = _select(bad, obs, final_obs)
+            final_obs = select_obs(bad, obs, final_obs)
 
         info = {
             "final_obs": final_obs,

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from duorl.mps.probe import MpsHost, MpsUnavailable, RealHost, _pids, pipe_directory, probe_mps
+from duorl.mps.probe import MpsHost, MpsUnavailable, RealHost, pids_in, pipe_directory, probe_mps
 from duorl.telemetry.summary import write_json_atomic
 
 
@@ -129,9 +129,9 @@ def status(name: str = "default", host: MpsHost | None = None) -> dict[str, Any]
     out["running"] = code == 0
     if code == 0:
         out["servers"] = {}
-        for pid in _pids(servers):
+        for pid in pids_in(servers):
             c, clients = host.control(str(pipe), f"get_client_list {pid}")
-            out["servers"][pid] = [{"pid": cp, "command": _command_of(cp)} for cp in (_pids(clients) if c == 0 else [])]
+            out["servers"][pid] = [{"pid": cp, "command": _command_of(cp)} for cp in (pids_in(clients) if c == 0 else [])]
     return out
 
 
@@ -185,12 +185,12 @@ def doctor(host: MpsHost | None = None, pipe_dir: str | None = None) -> tuple[bo
     lines.append(f"ok   Linux, CUDA, learner and collector on one GPU ({ev.learner_uuid})")
     lines.append(f"ok   control socket {ev.control_pipe}; the daemon answers get_server_list")
     code, servers = host.control(pipe, "get_server_list")
-    pids = _pids(servers) if code == 0 else []
+    pids = pids_in(servers) if code == 0 else []
     if not pids:
         lines.append("ok   no MPS server yet (the daemon starts one when the first CUDA client connects)")
     for pid in pids:
         c, clients = host.control(pipe, f"get_client_list {pid}")
-        lines.append(f"ok   server {pid}: clients {_pids(clients) if c == 0 else 'unknown'}")
+        lines.append(f"ok   server {pid}: clients {pids_in(clients) if c == 0 else 'unknown'}")
     return True, lines
 
 

@@ -137,7 +137,7 @@ def probe_mps(
         raise MpsUnavailable("daemon", f"the MPS daemon at {pipe} did not answer get_server_list "
                              f"(exit {code}: {out.strip()[:200]})",
                              "restart it: duorl mps stop && " + START_HINT.format(pipe=pipe))
-    servers = _pids(out)
+    servers = pids_in(out)
     return MpsEvidence(
         configured=configured,
         effective=None,  # set once the processes are seen as clients
@@ -175,11 +175,11 @@ def verify_clients(evidence: MpsEvidence, learner_pid: int, collector_pid: int, 
         return evidence
     pipe = os.path.dirname(evidence.control_pipe or os.path.join(pipe_directory(), "control"))
     code, out = host.control(pipe, "get_server_list")
-    servers = _pids(out) if code == 0 else []
+    servers = pids_in(out) if code == 0 else []
     seen: dict[int, list[int]] = {}
     for server in servers:
         c, clients = host.control(pipe, f"get_client_list {server}")
-        seen[server] = _pids(clients) if c == 0 else []
+        seen[server] = pids_in(clients) if c == 0 else []
         if learner_pid in seen[server] and collector_pid in seen[server]:
             return replace(
                 evidence,
@@ -199,7 +199,8 @@ def verify_clients(evidence: MpsEvidence, learner_pid: int, collector_pid: int, 
     )
 
 
-def _pids(text: str) -> list[int]:
+def pids_in(text: str) -> list[int]:
+    """The process ids in an MPS control answer (`get_server_list`, `get_client_list`): its numeric tokens."""
     return [int(tok) for tok in text.split() if tok.isdigit()]
 
 

@@ -283,6 +283,12 @@ class Duo:
             return f"collector (pid {p.pid}) {how} in phase '{self.control.phase()}'"
         return None
 
+    @property
+    def done_iterations(self) -> int:
+        """The iterations this run has completed (counted from the resumed one): what the run directory
+        records when the duo fails outside its loop's own reporting."""
+        return self._done_iterations
+
     # -- the loop ------------------------------------------------------------------------------
     def run(self) -> DuoResult:
         """Build, spawn the collector, loop, then stop it and write the final checkpoint."""

@@ -104,6 +104,11 @@ class MujocoBackend:
         torch.lt(elapsed, (self.substeps - 0.5) * self._dt, out=self.diverged)
         self.state.copy_(self._out_t[:, -1])
 
+    @property
+    def models(self) -> tuple[mujoco.MjModel, ...]:
+        """The model each world steps with (one shared model until set_model_fields gives each its own)."""
+        return tuple(self._models)
+
     def set_model_fields(self, fields: dict[str, torch.Tensor]) -> None:
         """Give each world its own values of MjModel fields: {name: [N, *field.shape]}. The rollout
         takes one model per world, so each world gets its own copy of the model (small for the

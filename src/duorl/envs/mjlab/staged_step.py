@@ -499,7 +499,7 @@ class StagedStep:
 
     def _tail_select(self) -> None:
         """The fresh observation for the reset envs; it is also the final observation of a non-finite one."""
-        fresh = self.vec._obs(self.env.obs_buf)
+        fresh = self.vec.obs_of(self.env.obs_buf)
         mask = self._reset_mask.unsqueeze(1)
         bad = (self._reset_mask & self._bad).unsqueeze(1)
         for k, v in fresh.items():

@@ -25,7 +25,7 @@ from duorl.config.errors import InputRefused
 from duorl.config.switches import mjlab_staged_step_enabled
 from duorl.envs.base import EnvSpec, Obs, VecEnv
 from duorl.envs.mjlab.family import TICK_EAGER_REASON
-from duorl.envs.vec_env import _select
+from duorl.envs.vec_env import select_obs
 
 
 @dataclass
@@ -80,7 +80,9 @@ class MjlabVecEnv(VecEnv):
         # the staged step (sim.mjlab_staged_step; envs/mjlab/staged_step.py), None: mjlab's own env.step
         self.staged: Any = None
 
-    def _obs(self, groups: dict[str, Any]) -> Obs:
+    def obs_of(self, groups: dict[str, Any]) -> Obs:
+        """duorl's Obs from mjlab's observation groups (the actor's groups, and the critic's); the staged
+        step (staged_step.py) reads its fresh observations through it too."""
         actor = torch.cat([groups[g] for g in self._actor_groups], dim=-1).float()
         critic = (actor.clone() if self._critic_groups == self._actor_groups
                   else torch.cat([groups[g] for g in self._critic_groups], dim=-1).float())
@@ -92,7 +94,7 @@ class MjlabVecEnv(VecEnv):
         self.last_log = dict(extras.get("log", {}))
         self._ep_return.zero_()
         self._ep_length.zero_()
-        return self._obs(groups)
+        return self.obs_of(groups)
 
     def step(self, actions: torch.Tensor, policy_actions: torch.Tensor | None = None
              ) -> tuple[Obs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
@@ -110,9 +112,9 @@ class MjlabVecEnv(VecEnv):
         if ids.numel() > 0:
             groups, extras = self.env.reset(env_ids=ids)
             self.last_log = dict(extras.get("log", {}))
-            fresh = self._obs(groups)
-            obs = _select(out.done, fresh, final_obs)
-            final_obs = _select(out.bad, fresh, final_obs)
+            fresh = self.obs_of(groups)
+            obs = select_obs(out.done, fresh, final_obs)
+            final_obs = select_obs(out.bad, fresh, final_obs)
         return obs, out.reward, out.terminated, out.truncated, out.info(final_obs)
 
     def after_step(self, groups: dict[str, Any], reward: torch.Tensor, terminated: torch.Tensor,
@@ -120,7 +122,7 @@ class MjlabVecEnv(VecEnv):
         """What duorl makes of mjlab's step before any reset (no host sync): the observation the step
         reached (every env), clones of mjlab's reused buffers, the Task/ rows, the finiteness check and
         the episode sums. The staged step (envs/mjlab/staged_step.py) runs the same code."""
-        final_obs = self._obs(groups)  # the state the step reached, every env
+        final_obs = self.obs_of(groups)  # the state the step reached, every env
         # mjlab reuses these buffers on its next step and reset
         reward = reward.float().clone()
         terminated, truncated = terminated.clone(), time_out.clone()

@@ -56,7 +56,7 @@ class G1TaskBase:
         from duorl.config.errors import ConfigError
 
         try:
-            g1.G1Layout.of(self._host_model())
+            g1.G1Layout.of(self.host_model())
         except Exception as e:  # noqa: BLE001 - any failure to build a user's file means: not usable
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise ConfigError(
@@ -67,14 +67,14 @@ class G1TaskBase:
             ) from None
         return []
 
-    def _host_model(self) -> mujoco.MjModel:
+    def host_model(self) -> mujoco.MjModel:
         """One built model kept for constants (layout, masses); backends build their own."""
         if self._model is None:
             self._model = self.mj_model()
         return self._model
 
     def bind(self, num_envs: int, device: torch.device) -> None:
-        m = self._host_model()
+        m = self.host_model()
         self.layout = g1.G1Layout.of(m)
         self._num_envs = num_envs
         self._device = dev = torch.device(device)
@@ -124,7 +124,7 @@ class G1TaskBase:
         m = mask.view(-1, *([1] * (new.dim() - 1)))
         return torch.where(m, new, old)
 
-    def _reset_actions(self, mask: torch.Tensor) -> None:
+    def reset_actions(self, mask: torch.Tensor) -> None:
         m = mask.unsqueeze(1)
         for t in (self.last_action, self.prev_action, self.last_policy_action, self.prev_policy_action):
             t.masked_fill_(m, 0.0)
@@ -146,7 +146,7 @@ class G1TaskBase:
         contact's), torso mass + U(-1, 3) kg (ancestors' subtree masses follow). Small on purpose."""
         if not self.randomize:
             return {}
-        m = self._host_model()
+        m = self.host_model()
         lay = g1.G1Layout.of(m)
         dev = generator.device
         friction = torch.as_tensor(m.geom_friction, dtype=torch.float32, device=dev).repeat(num_envs, 1, 1)

@@ -153,7 +153,7 @@ class G1MotionTracking(G1TaskBase):
         from duorl.envs.motion.load import config_error, load_motion
 
         try:
-            clip, _ = load_motion(Path(self.motion_file).expanduser(), self._host_model(), 1.0 / self.control_dt)
+            clip, _ = load_motion(Path(self.motion_file).expanduser(), self.host_model(), 1.0 / self.control_dt)
         except MotionFileError as e:
             raise config_error(e, self.motion_file) from None
         return clip
@@ -161,7 +161,7 @@ class G1MotionTracking(G1TaskBase):
     def bind(self, num_envs: int, device: torch.device) -> None:
         super().bind(num_envs, device)
         dev = self._device
-        m = self._host_model()
+        m = self.host_model()
         clip = self.load_clip()
         model_bodies = [m.body(b).name for b in range(1, m.nbody)]
         cols = clip.body_columns(model_bodies, TRACKED_BODIES)
@@ -206,7 +206,7 @@ class G1MotionTracking(G1TaskBase):
         qvel = torch.cat((self.ref_lin_vel[start, ROOT] + vel[:, :3], Q.rotate_inv(root_quat, ang_w),
                           self.ref_joint_vel[start]), dim=1)
         self.frame.copy_(torch.where(mask, start, self.frame))
-        self._reset_actions(mask)
+        self.reset_actions(mask)
         return qpos, qvel
 
     def reference_qpos(self, env: int = 0) -> torch.Tensor:

@@ -180,7 +180,7 @@ class G1WalkFlat(G1TaskBase):
     def bind(self, num_envs: int, device: torch.device) -> None:
         super().bind(num_envs, device)
         dev, f32 = self._device, dict(dtype=torch.float32, device=self._device)
-        m = self._host_model()
+        m = self.host_model()
         self._feet = BodyKinematics(m, [self.body_id(b) for b in g1.FEET_BODIES], dev)
         self._site_off = torch.as_tensor(m.site_pos[list(self.layout.foot_sites)], **f32)  # [2, 3]
         self.command = torch.zeros(num_envs, 3, **f32)
@@ -225,19 +225,19 @@ class G1WalkFlat(G1TaskBase):
         qj = self.q_default * scale
         qpos = torch.cat((self._zero_root.expand(n, 3), root_yaw_quat(yaw), qj), dim=1)
         # lift or lower the robot so that its lowest foot is RESET_DROP above the floor
-        foot_z = self._foot_sites(qpos)[0][..., 2].min(dim=1).values
+        foot_z = self.foot_sites(qpos)[0][..., 2].min(dim=1).values
         qpos[:, 2] += RESET_DROP - foot_z
         qvel = torch.zeros(n, self.nv, dtype=torch.float32, device=dev)
 
         self.command.copy_(self._masked(mask, cmd, self.command))
         self.phase.copy_(self._masked(mask, phase0, self.phase))
         self.gait_freq.copy_(self._masked(mask, freq, self.gait_freq))
-        self._track_episode_lengths(mask)
+        self.track_episode_lengths(mask)
         self.steps.masked_fill_(mask, 0)
-        self._reset_actions(mask)
+        self.reset_actions(mask)
         return qpos, qvel
 
-    def _track_episode_lengths(self, ended: torch.Tensor) -> None:
+    def track_episode_lengths(self, ended: torch.Tensor) -> None:
         """Running mean of the lengths (control steps) of the episodes ending now (none: unchanged)."""
         count = ended.sum()
         total = torch.where(ended, self.steps, 0).sum()
@@ -245,7 +245,7 @@ class G1WalkFlat(G1TaskBase):
         w = count.clamp_max(EPISODE_AVERAGE_OVER).float() / EPISODE_AVERAGE_OVER
         self.mean_episode_length.add_(w * (mean_now - self.mean_episode_length))
 
-    def _update_penalty_scale(self) -> None:
+    def update_penalty_scale(self) -> None:
         c = self.penalty_curriculum
         if c is None:
             return
@@ -264,7 +264,7 @@ class G1WalkFlat(G1TaskBase):
     def advance(self, sim, rng: Uniforms) -> None:
         """After rewards and terminations: redraw the command every COMMAND_SECONDS (the next
         observation shows it; the reward just computed used the old one)."""
-        self._update_penalty_scale()
+        self.update_penalty_scale()
         redraw = (self.steps % self.command_steps) == 0
         # drawn for every env every step, so the random stream never depends on which envs redraw
         self.command.copy_(self._masked(redraw, self._draw_commands(rng), self.command))
@@ -289,7 +289,7 @@ class G1WalkFlat(G1TaskBase):
         lin_local = Q.rotate_inv(quat, qvel[:, 0:3])
         return {"actor": actor, "critic": torch.cat((lin_local * 2.0, actor), dim=1)}
 
-    def _foot_sites(self, qpos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def foot_sites(self, qpos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """World positions [N, 2, 3] of the sole sites and orientations [N, 2, 4] of the feet."""
         f = self._feet(qpos)
         return f.pos + Q.rotate(f.quat, self._site_off.expand_as(f.pos)), f.quat
@@ -303,7 +303,7 @@ class G1WalkFlat(G1TaskBase):
         v_heading = Q.rotate_inv(heading, qvel[:, 0:3])
         yaw_rate = Q.rotate(quat, ang_local)[:, 2]
         gravity = Q.gravity_in(quat)
-        feet_pos, feet_quat = self._foot_sites(qpos)
+        feet_pos, feet_quat = self.foot_sites(qpos)
         target_z = expected_foot_height(self.gait_phases())
         feet_err = (feet_pos[..., 2] - target_z).square().sum(dim=1)
         rel = Q.rotate_inv(heading, feet_pos[:, 0] - feet_pos[:, 1])  # left - right, heading frame
