@@ -205,7 +205,8 @@ def _train_with(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any, pl
         result = duo.run()
     except BaseException as e:
         if directory is not None:
-            directory.finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
+            directory.finish("failed", duo._done_iterations, _total_env_steps(directory, 0), time.perf_counter() - t0,
+                             error=repr(e))
         raise
     finally:
         if not place.lead:
@@ -565,7 +566,7 @@ def _finish(cfg: Config, result: Any, run_dir: Path, learner: Any, spec: Any, di
         return 0
     extra = _summary_extras(cfg, result, run_dir, directory, digests, ctx)
     extra.update(_after_training(cfg, run_dir, learner, spec))
-    env_steps = directory.total_env_steps if directory.total_env_steps is not None else result.env_steps
+    env_steps = _total_env_steps(directory, result.env_steps)
     directory.finish(result.status, result.iterations, env_steps, result.wall_s, **extra)
     ret = result.last_metrics.get("Train/mean_episode_return")
     msg = f"duorl: {result.status} {result.iterations} iterations, {env_steps:,} env steps in {result.wall_s:.1f} s"
@@ -599,13 +600,20 @@ def _finish_failed(result: Any, run_dir: Path, directory: Any, ctx: Any) -> int:
     if directory is not None:
         # a peer rank's loss is only the echo of its failure: the launcher replaces it with the cause
         extra = {"cause_known": False} if result.failed_part == "peer rank" else {}
-        directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}",
+        directory.finish("failed", result.iterations, _total_env_steps(directory, result.env_steps), result.wall_s,
+                         error=f"{where}{result.error}",
                          failed_part=result.failed_part, **extra)
     print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
     if directory is not None:
         kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
         print(f"duorl: run directory {run_dir} (status failed; {kept})", file=sys.stderr)
     return exit_code(result.status)
+
+
+def _total_env_steps(directory: Any, this_rank: int) -> int:
+    """The env steps a summary records: every rank's, as last logged or checkpointed (the run directory's
+    count), else this process's own count (`this_rank`: nothing logged yet)."""
+    return directory.total_env_steps if directory.total_env_steps is not None else this_rank
 
 
 def _final_state_digests(learner: Any, ctx: Any) -> dict[str, Any] | None:
