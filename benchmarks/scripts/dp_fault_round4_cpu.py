@@ -129,7 +129,7 @@ def case_sigstop(out: Path) -> None:
     run_dir, trees = out / "sigstop", elastic_trees()
     proc = start(launcher_cmd(run_dir, *LONG, "training.stall_timeout_s=10", "training.stall_compile_timeout_s=60",
                               "training.wait_report_s=5"))
-    s = wait_for_ranks(run_dir, proc, 3)
+    s = wait_for_ranks(run_dir, proc, 20)  # past the first iterations' compile phases: the steady state
     victim = s["runtime_manifest"]["ranks"][1]["learner_pid"]
     os.kill(victim, signal.SIGSTOP)
     print(f"(SIGSTOP of rank 1's learner, pid {victim}; training.stall_timeout_s=10)")

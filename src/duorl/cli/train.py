@@ -74,8 +74,13 @@ def train(cfg: Config) -> int:
         outcome = outcome_of(e)
         assert outcome is not None and outcome.failed_part is not None
         msg = f"rank {renv.rank} ({ctx.host}): {e}"
-        print(f"duorl: {'' if outcome.secondary else 'error: '}{msg}", file=sys.stderr, flush=True)
         record_rank_failure(msg, outcome.failed_part, secondary=outcome.secondary)
+        if outcome.secondary:  # the peer's own record names the cause, on every node (failure_board.py)
+            from duorl.distributed.failure_board import name_the_cause
+
+            cause = name_the_cause(renv, ctx.host, msg)
+            _exit_now(cause.exit_code if cause is not None else outcome.exit_code)
+        print(f"duorl: error: {msg}", file=sys.stderr, flush=True)
         _exit_now(outcome.exit_code)
     except BaseException as e:
         msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
@@ -597,13 +602,20 @@ def _finish_failed(result: Any, run_dir: Path, directory: Any, ctx: Any) -> int:
 
         record_rank_failure(f"{where}{result.error}", result.failed_part or "learner",
                             secondary=result.failed_part == "peer rank")
+    fields: dict[str, Any] = {"error": result.error, "failed_part": result.failed_part}
+    lost = ctx is not None and result.failed_part == "peer rank"
+    if ctx is not None:
+        # a peer rank's loss is only the echo of its failure: the peer's record names the cause (else the
+        # launcher replaces it with the cause); the failing rank is named
+        from duorl.distributed.failure_board import name_the_cause, summary_fields
+
+        cause = name_the_cause(ctx.env, ctx.host, f"{where}{result.error}") if lost else None
+        fields = summary_fields(ctx.env, f"{where}{result.error}", result.failed_part or "learner", cause)
+    if not lost:
+        print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
     if directory is not None:
-        # a peer rank's loss is only the echo of its failure: the launcher replaces it with the cause
-        extra = {"cause_known": False} if result.failed_part == "peer rank" else {}
         directory.finish("failed", result.iterations, _total_env_steps(directory, result.env_steps), result.wall_s,
-                         error=f"{where}{result.error}",
-                         failed_part=result.failed_part, **extra)
-    print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
+                         **fields)
     if directory is not None:
         kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
         print(f"duorl: run directory {run_dir} (status failed; {kept})", file=sys.stderr)
