@@ -42,7 +42,7 @@ class RankBeats:
 
     def start(self, beat: Any, timeout_s: float) -> None:
         """Publish `beat` (runtime.heartbeat.Heartbeat: current, age_s()) until the process ends."""
-        from duorl.distributed.roll_call import agent_store
+        from duorl.distributed.agent_store import agent_store
 
         self._store = agent_store(self.renv, timeout_s, "beats")
         if self._store is None or self._thread is not None:

@@ -79,7 +79,7 @@ def _signal_name(text: str) -> str:
 
 
 def _board(renv: Any, timeout_s: float = STORE_TIMEOUT_S) -> Any | None:
-    from duorl.distributed.roll_call import agent_store
+    from duorl.distributed.agent_store import agent_store
 
     try:
         return agent_store(renv, timeout_s, "failures")
