@@ -74,12 +74,14 @@ def train(cfg: Config) -> int:
         outcome = outcome_of(e)
         assert outcome is not None and outcome.failed_part is not None
         msg = f"rank {renv.rank} ({ctx.host}): {e}"
-        record_rank_failure(msg, outcome.failed_part, secondary=outcome.secondary)
         if outcome.secondary:  # the peer's own record names the cause, on every node (failure_board.py)
             from duorl.distributed.failure_board import name_the_cause
 
             cause = name_the_cause(renv, ctx.host, msg)
+            # this node's torchrun reports this rank's error file: the cause, where it is known
+            record_rank_failure(cause.message if cause is not None else msg, outcome.failed_part, secondary=True)
             _exit_now(cause.exit_code if cause is not None else outcome.exit_code)
+        record_rank_failure(msg, outcome.failed_part)
         print(f"duorl: error: {msg}", file=sys.stderr, flush=True)
         _exit_now(outcome.exit_code)
     except BaseException as e:
@@ -597,19 +599,18 @@ def _finish_refused(result: Any, directory: Any, ctx: Any) -> int:
 
 def _finish_failed(result: Any, run_dir: Path, directory: Any, ctx: Any) -> int:
     where = f"rank {ctx.rank} ({ctx.host}): " if ctx is not None else ""
-    if ctx is not None:
-        from duorl.distributed.launch import record_rank_failure
-
-        record_rank_failure(f"{where}{result.error}", result.failed_part or "learner",
-                            secondary=result.failed_part == "peer rank")
     fields: dict[str, Any] = {"error": result.error, "failed_part": result.failed_part}
     lost = ctx is not None and result.failed_part == "peer rank"
     if ctx is not None:
         # a peer rank's loss is only the echo of its failure: the peer's record names the cause (else the
         # launcher replaces it with the cause); the failing rank is named
         from duorl.distributed.failure_board import name_the_cause, summary_fields
+        from duorl.distributed.launch import record_rank_failure
 
         cause = name_the_cause(ctx.env, ctx.host, f"{where}{result.error}") if lost else None
+        # this node's torchrun reports this rank's error file: the cause, where it is known
+        record_rank_failure(cause.message if cause is not None else f"{where}{result.error}",
+                            result.failed_part or "learner", secondary=lost)
         fields = summary_fields(ctx.env, f"{where}{result.error}", result.failed_part or "learner", cause)
     if not lost:
         print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
