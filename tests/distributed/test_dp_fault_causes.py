@@ -20,6 +20,7 @@ import pytest
 
 from tests.distributed.conftest import (alive, assert_all_gone, free_port, kill_group, launcher_cmd, run_pids,
                                         summary, torchrun_cmd, wait_for_ranks)
+from tests.distributed.test_dp_faults import _descendants
 
 LONG = ["algo.max_iterations=100000", "algo.save_interval=100000", "training.log_interval=1"]
 
@@ -64,12 +65,6 @@ def _elastic_trees(tmp: Path) -> list[str]:
 
 def _last_row_steps(run_dir: Path) -> int:
     return json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["env_steps"]
-
-
-def _descendants(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout.split()
-    kids = [int(x) for x in out]
-    return kids + [k for c in kids for k in _descendants(c)]
 
 
 @pytest.mark.slow
