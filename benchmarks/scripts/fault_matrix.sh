@@ -10,7 +10,8 @@
 # write and a full disk (a 1.5 MB tmpfs, root only), and the data-parallel cases on two CPU ranks over
 # gloo (a rank's part killed, the launcher killed, rank 0's learner killed, a clean stop's timing,
 # stops during start-up, a frozen rank, a refusal before joining and a torchrun agent killed, two
-# torchrun "nodes" on loopback). Run from the repo root with the venv's python first on PATH.
+# torchrun "nodes" on loopback; issue #39: a device refused on one node, the failing rank in rank 0's summary, no
+# torchelastic tree left, a frozen learner named once within its bound). Run from the repo root with the venv's python first on PATH.
 #
 # FAULT_DEVICE=cuda: the single-process matrix on the GPU machine (after ../shared/tools/device-wheels.sh):
 # mjwarp envs with the captured, compiled tick and the learner's whole-cycle CUDA graph, so the compile
@@ -40,7 +41,7 @@ if [ "$device" = cuda ]; then
 else
   export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
   git rev-parse HEAD > "$out/commit.txt" 2>/dev/null || true
-  tests=(tests/runtime/test_faults.py tests/distributed/test_dp_faults.py)
+  tests=(tests/runtime/test_faults.py tests/distributed/test_dp_faults.py tests/distributed/test_dp_fault_causes.py)
 fi
 # a file name from the selection: letters, digits, - and _ only (results with other characters in their
 # names do not come back from the GPU machine)

@@ -124,9 +124,38 @@ def test_waiting_beats_reports_and_raises_on_a_stall() -> None:
     assert "made no progress for 11.0 s in phase 'stepping'" in str(e.value)
     assert str(e.value).endswith("while the learner waited for ticks < 8 (iteration 4)")
     assert watch.peer_stalled and learner.current == "waiting for the collector"
-    # every report_every_s (5 s): what is awaited, who, its phase and progress
-    assert len(lines) == 2 and all("the learner waits for ticks < 8 (iteration 4)" in x for x in lines)
-    assert "the collector (pid 4242) is in phase 'stepping'" in lines[0] and "stall bound 10 s" in lines[0]
+    # the peer never beat again: named once (not every report_every_s) as frozen in its phase, with its bound
+    assert len(lines) == 1 and "the learner waits for ticks < 8 (iteration 4)" in lines[0], lines
+    assert "the collector (pid 4242) stopped beating 5.0 s ago in phase 'stepping'" in lines[0], lines
+    assert "frozen or stopped" in lines[0] and "stall bound (10 s)" in lines[0], lines
+
+
+def test_a_beating_peer_is_reported_each_interval_a_silent_one_once_as_frozen() -> None:
+    """Issue #39: a SIGSTOPped learner 'waiting for the collector' beside "the collector waits for
+    weights" read like a deadlock, every interval. A waiting process beats: one that does not is frozen."""
+    control, _, collector, watch, clock, lines = _pair()
+    collector.phase("waiting for weights")
+    watch.enter()
+
+    def poll_for(seconds: int, beating: bool) -> None:
+        for _ in range(seconds):
+            clock.t += S
+            if beating:
+                _beat_at(control, "collector", clock.t)
+            watch.poll("the learner waited for ticks < 8 (iteration 4)")
+
+    poll_for(10, beating=True)
+    assert len(lines) == 2 and all("is in phase 'waiting for weights', last heartbeat 0.0 s ago" in x for x in lines)
+    lines.clear()
+    poll_for(9, beating=False)  # below its 10 s bound: reported at 15 s (silent 5 s), not again at 20 s (silent 9 s)
+    assert len(lines) == 1 and "stopped beating 5.0 s ago in phase 'waiting for weights'" in lines[0], lines
+    lines.clear()
+    poll_for(5, beating=True)  # it beats again: back to the plain report
+    assert len(lines) == 1 and "is in phase 'waiting for weights'" in lines[0], lines
+    lines.clear()
+    collector.phase("building env")  # a long phase goes minutes without a beat: no word of freezing
+    poll_for(30, beating=False)
+    assert lines and not any("stopped beating" in x for x in lines), lines
 
 
 def test_a_ready_peer_ends_the_wait_without_a_report() -> None:

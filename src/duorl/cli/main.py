@@ -399,15 +399,27 @@ def _start_rank(args: argparse.Namespace, overrides: list[str], renv: Any) -> in
     from duorl.cli.configure import load_config
     from duorl.config.errors import InputRefused
     from duorl.config.schema import TrainingConfig
-    from duorl.distributed.launch import narrow_visible_devices, nvml_gpu_count, rank_device_entry, record_rank_failure
+    from duorl.distributed.launch import (check_rank_entry, leave_no_elastic_tree, narrow_visible_devices,
+                                          nvml_gpu_count, rank_device_entry, record_rank_failure)
     from duorl.distributed.roll_call import RankRefusal, StoppedBeforeStart, roll_call
 
     cfg, problem = None, None
     try:
-        # narrow the visible devices to this rank's entry before CUDA initialises
+        # every check `duorl train` makes before building (_cmd_train, cli/train.py), here before the roll call
         shape = load_config(args.algo, args.task, args.sim, overrides, probe_devices=False)
-        narrow_visible_devices(rank_device_entry(shape.training.devices, shape.sim.name, renv, nvml_gpu_count()))
+        entry = rank_device_entry(shape.training.devices, shape.sim.name, renv, nvml_gpu_count())
+        check_rank_entry(shape, entry)
+        # narrow the visible devices to this rank's entry before CUDA initialises
+        narrow_visible_devices(entry)
         cfg = load_config(args.algo, args.task, args.sim, overrides)
+        from duorl.config.switches import data_parallel_enabled
+        from duorl.config.validate import check_data_parallel_keys
+
+        check_data_parallel_keys(cfg, data_parallel_enabled(cfg, launched_rank=True))
+        if renv.rank == 0:  # the rank that will claim it: an existing run directory refuses every node now
+            from duorl.cli.preflight import check_log_dir
+
+            check_log_dir(cfg)
     except InputRefused as e:
         problem = str(e)
     training = cfg.training if cfg is not None else TrainingConfig()
@@ -422,11 +434,15 @@ def _start_rank(args: argparse.Namespace, overrides: list[str], renv: Any) -> in
     except StoppedBeforeStart:
         if renv.rank == 0:
             print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+        leave_no_elastic_tree()
         return 0
     assert cfg is not None
     from duorl.cli.train import train
 
-    return int(train(cfg) or 0)
+    code = int(train(cfg) or 0)
+    if code == 0:  # a clean end leaves none of torchelastic's (empty) folders behind
+        leave_no_elastic_tree()
+    return code
 
 
 def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:

@@ -34,6 +34,7 @@ from duorl.config.load import config_to_dict
 from duorl.config.schema import Config
 from duorl.config.seeding import derive_seed
 from duorl.config.switches import Switches, resolve_switches
+from duorl.distributed.failure_board import name_the_cause, summary_fields
 from duorl.distributed.launch import rank_env, rank_scratch_dir, record_rank_failure
 from duorl.envs.registry import make_vec_env
 from duorl.envs.task_sources import source_of
@@ -116,8 +117,13 @@ def _leave_rank(e: BaseException, renv: Any, ctx: Any) -> None:
         outcome = outcome_of(e)
         assert outcome is not None and outcome.failed_part is not None
         msg = f"rank {renv.rank} ({ctx.host}): {e}"
-        print(f"duorl: {'' if outcome.secondary else 'error: '}{msg}", file=sys.stderr, flush=True)
-        record_rank_failure(msg, outcome.failed_part, secondary=outcome.secondary)
+        if outcome.secondary:  # the peer's own record names the cause, on every node (failure_board.py)
+            cause = name_the_cause(renv, ctx.host, msg)
+            # this node's torchrun reports this rank's error file: the cause, where it is known
+            record_rank_failure(cause.message if cause is not None else msg, outcome.failed_part, secondary=True)
+            _exit_now(cause.exit_code if cause is not None else outcome.exit_code)
+        record_rank_failure(msg, outcome.failed_part)
+        print(f"duorl: error: {msg}", file=sys.stderr, flush=True)
         _exit_now(outcome.exit_code)
     else:
         msg = f"rank {renv.rank} ({renv.host}): the learner (pid {os.getpid()}) failed: {type(e).__name__}: {e}"
@@ -173,7 +179,8 @@ def _run(run: RunContext) -> int:
         result = run.duo.run()
     except BaseException as e:
         if run.directory is not None:
-            run.directory.finish("failed", run.duo.done_iterations, 0, time.perf_counter() - run.t0, error=repr(e))
+            run.directory.finish("failed", run.duo.done_iterations, _total_env_steps(run.directory, 0),
+                                 time.perf_counter() - run.t0, error=repr(e))
         raise
     finally:
         if not run.place.lead:
@@ -540,7 +547,7 @@ def _finish(run: RunContext, result: Any) -> int:
         return 0
     extra = _summary_extras(run, result, digests)
     extra.update(_after_training(run))
-    env_steps = directory.total_env_steps if directory.total_env_steps is not None else result.env_steps
+    env_steps = _total_env_steps(directory, result.env_steps)
     directory.finish(result.status, result.iterations, env_steps, result.wall_s, **extra)
     ret = result.last_metrics.get("Train/mean_episode_return")
     msg = f"duorl: {result.status} {result.iterations} iterations, {env_steps:,} env steps in {result.wall_s:.1f} s"
@@ -565,19 +572,31 @@ def _finish_refused(run: RunContext, result: Any) -> int:
 def _finish_failed(run: RunContext, result: Any) -> int:
     ctx, directory = run.place.ctx, run.directory
     where = f"rank {ctx.rank} ({ctx.host}): " if ctx is not None else ""
+    fields: dict[str, Any] = {"error": result.error, "failed_part": result.failed_part}
+    lost = ctx is not None and result.failed_part == "peer rank"
     if ctx is not None:
-        record_rank_failure(f"{where}{result.error}", result.failed_part or "learner",
-                            secondary=result.failed_part == "peer rank")
+        # a peer rank's loss is only the echo of its failure: the peer's record names the cause (else the
+        # launcher replaces it with the cause); the failing rank is named
+        cause = name_the_cause(ctx.env, ctx.host, f"{where}{result.error}") if lost else None
+        # this node's torchrun reports this rank's error file: the cause, where it is known
+        record_rank_failure(cause.message if cause is not None else f"{where}{result.error}",
+                            result.failed_part or "learner", secondary=lost)
+        fields = summary_fields(ctx.env, f"{where}{result.error}", result.failed_part or "learner", cause)
+    if not lost:
+        print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
     if directory is not None:
-        # a peer rank's loss is only the echo of its failure: the launcher replaces it with the cause
-        extra = {"cause_known": False} if result.failed_part == "peer rank" else {}
-        directory.finish("failed", result.iterations, result.env_steps, result.wall_s, error=f"{where}{result.error}",
-                         failed_part=result.failed_part, **extra)
-    print(f"duorl: error: {where}{result.error}", file=sys.stderr, flush=True)
+        directory.finish("failed", result.iterations, _total_env_steps(directory, result.env_steps), result.wall_s,
+                         **fields)
     if directory is not None:
         kept = f"last checkpoint checkpoints/{directory.checkpoints[-1]} kept" if directory.checkpoints else "no checkpoint"
         print(f"duorl: run directory {run.run_dir} (status failed; {kept})", file=sys.stderr)
     return exit_code(result.status)
+
+
+def _total_env_steps(directory: Any, this_rank: int) -> int:
+    """The env steps a summary records: every rank's, as last logged or checkpointed (the run directory's
+    count), else this process's own count (`this_rank`: nothing logged yet)."""
+    return directory.total_env_steps if directory.total_env_steps is not None else this_rank
 
 
 def _final_state_digests(run: RunContext) -> dict[str, Any] | None:

@@ -97,13 +97,14 @@ def resolve_device(cfg: Config) -> str:
     return resolve_entry(cfg, devices[0])
 
 
-def resolve_entry(cfg: Config, entry: Any) -> str:
-    """The torch device one entry of training.devices names in this process (ConfigError if none)."""
+def resolve_entry(cfg: Config, entry: Any, count: int | None = None) -> str:
+    """The torch device one entry of training.devices names in this process (ConfigError if none).
+    `count`: the visible CUDA devices, when the caller counted them (default: cuda_device_count())."""
     devices = cfg.training.devices
     kind = entry_kind(entry)
     if kind == "cpu":
         return "cpu"
-    count = cuda_device_count()
+    count = cuda_device_count() if count is None else count
     if count == 0:
         raise ConfigError(
             KEY, devices, "no CUDA device visible on this machine", "[cpu] here",

@@ -10,9 +10,10 @@ watcher too.
 
 Whom: every rank's learner publishes its phase and heartbeat age into the elastic agent's store once
 a second (a thread: nothing on the training loop's path); a waiting rank reads them and names the
-rank whose heartbeat stopped ("waiting for rank 1 (vm), whose learner (pid 4242) last beat 31 s ago
-in phase 'training', in the gradient all-reduce"). The frozen rank's own collector ends it within its
-stall bound, and the launcher then names that rank first; the waiting ranks only echo its loss.
+rank whose heartbeat stopped, once ("waiting for rank 1 (vm), whose learner (pid 4242) stopped beating
+31 s ago while all-reducing the critic gradients"). The frozen rank's own collector names its last
+phase and ends it within its stall bound, and the launcher then names that rank first; the waiting
+ranks only echo its loss.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class RankBeats:
 
     def start(self, beat: Any, timeout_s: float) -> None:
         """Publish `beat` (runtime.heartbeat.Heartbeat: current, age_s()) until the process ends."""
-        from duorl.distributed.roll_call import agent_store
+        from duorl.distributed.agent_store import agent_store
 
         self._store = agent_store(self.renv, timeout_s, "beats")
         if self._store is None or self._thread is not None:
@@ -61,8 +62,10 @@ class RankBeats:
         self._thread = threading.Thread(target=publish, name="duorl-rank-beats", daemon=True)
         self._thread.start()
 
-    def late(self) -> str | None:
-        """The ranks whose learner's heartbeat is the oldest and more than a few seconds old, in words."""
+    def late(self) -> tuple[int, str] | None:
+        """The rank whose learner's heartbeat is the oldest and more than a few seconds old, and it in words.
+        Its phase is not named: the store holds the phase of up to a second before it stopped, while its
+        own collector reads the last one and names it (runtime/heartbeat.py)."""
         if self._store is None:
             return None
         now = time.time()
@@ -81,8 +84,7 @@ class RankBeats:
         if not late:
             return None
         age, r, v = late[0]
-        return (f"rank {r} ({v['host']}), whose learner (pid {v['pid']}) last beat {age:.0f} s ago in phase "
-                f"'{v['phase']}'")
+        return r, f"rank {r} ({v['host']}), whose learner (pid {v['pid']}) stopped beating {age:.0f} s ago"
 
     def stop(self) -> None:
         self._stop.set()
@@ -100,6 +102,7 @@ class CollectiveWatch:
         self._lock = threading.Lock()
         self._current: list[Any] | None = None  # [what, start, next report] of the wait in progress
         self._previous: str | None = None  # the phase a lasting wait replaced
+        self._named: int | None = None  # the late rank this wait named already (it is named once)
         self._stop = threading.Event()
 
     def attach(self, beat: Any, timeout_s: float) -> None:
@@ -124,6 +127,7 @@ class CollectiveWatch:
         finally:
             with self._lock:
                 self._current = None
+                self._named = None
                 if self._previous is not None:
                     self.beat.phase(self._previous)
                     self._previous = None
@@ -147,7 +151,10 @@ class CollectiveWatch:
                     report = (what, now - start)
             if report is not None:
                 late = self.beats.late() if self.beats is not None else None
-                whom = f"waiting for {late}" if late else "waiting for the other ranks"
+                if late is not None and late[0] == self._named:
+                    continue  # that rank was named: its own collector says the rest, once
+                self._named = late[0] if late is not None else None
+                whom = f"waiting for {late[1]}" if late else "waiting for the other ranks"
                 print(f"duorl: rank {self.rank} ({self.host}): the learner (pid {os.getpid()}) is {whom} while "
                       f"{report[0]}, {report[1]:.0f} s so far", file=sys.stderr, flush=True)
 

@@ -17,7 +17,7 @@ import datetime
 import platform
 import pickle
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, NoReturn, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -52,17 +52,27 @@ class DistContext:
 
     @classmethod
     def initialize(cls, env: RankEnv, device: torch.device, timeout_s: float, startup_timeout_s: float) -> "DistContext":
-        """Join the run's process groups (env:// rendezvous: torchrun's MASTER_ADDR/PORT)."""
+        """Join the run's process groups (env:// rendezvous: torchrun's MASTER_ADDR/PORT). Joining waits
+        for every rank: one that fails first (its record on the failure board) ends this one at once, with
+        that rank's message; one that cannot join says why and leaves, exit 1 (distributed/failure_board.py)."""
+        from duorl.distributed import failure_board
+
         backend = "nccl" if device.type == "cuda" else "gloo"
         kwargs: dict[str, Any] = {}
         if device.type == "cuda":
             # binds the NCCL communicator to this rank's one GPU up front (no lazy guess later)
             kwargs["device_id"] = device
-        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=startup_timeout_s), **kwargs)
-        ctx = cls(env=env, backend=backend, device=device)
-        ctx.data = dist.group.WORLD
-        ctx.startup = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=startup_timeout_s))
-        ctx.control = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout_s))
+        watching = failure_board.watch(env, lambda failure: failure_board.leave_for(failure, env))
+        try:
+            dist.init_process_group(backend, timeout=datetime.timedelta(seconds=startup_timeout_s), **kwargs)
+            ctx = cls(env=env, backend=backend, device=device)
+            ctx.data = dist.group.WORLD
+            ctx.startup = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=startup_timeout_s))
+            ctx.control = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout_s))
+        except Exception as e:  # noqa: BLE001 - any backend's error: named, recorded, and this rank leaves
+            _cannot_join(env, backend, e)
+        finally:
+            watching.set()
         return ctx
 
     def destroy(self) -> None:
@@ -133,6 +143,22 @@ class DistContext:
             r, p, h = bad[0]
             more = f" (and ranks {', '.join(str(b[0]) for b in bad[1:])})" if len(bad) > 1 else ""
             raise RankRefusal(f"rank {r} ({h}){more}: {p}")
+
+
+def _cannot_join(env: RankEnv, backend: str, e: BaseException) -> NoReturn:
+    """This rank failed to join the process groups: the failure recorded (every node reads it) and said
+    once, without a traceback; the rank then leaves with exit code 1."""
+    import os
+    import sys
+
+    from duorl.distributed.launch import record_rank_failure
+
+    msg = (f"rank {env.rank} ({platform.node()}): the learner (pid {os.getpid()}) could not join the {backend} "
+           f"process groups: {type(e).__name__}: {backend_cause(e)}")
+    record_rank_failure(msg, "learner")
+    print(f"duorl: error: {msg}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(1)
 
 
 def backend_cause(e: BaseException) -> str:

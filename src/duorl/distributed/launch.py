@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import socket
 import sys
 import time
@@ -80,6 +81,23 @@ def rank_device_entry(devices: Sequence[Any] | None, sim: str, renv: RankEnv, gp
     return devices[renv.local_rank]
 
 
+def check_rank_entry(cfg: Any, entry: Any) -> None:
+    """This rank's entry of training.devices names a device this process can use: the check plain `duorl
+    train` makes (config/devices.resolve_entry, the same ConfigError), made before the rank narrows
+    CUDA_VISIBLE_DEVICES (after that every GPU entry reads cuda:0) and without initialising CUDA (the GPUs
+    are counted through NVML; a CPU build of torch has none). A GPU UUID or MIG id is checked once
+    narrowed, when it is the only GPU left: here only that some GPU is visible."""
+    if entry_kind(entry) == "cpu":
+        return
+    import torch
+
+    from duorl.config.devices import resolve_entry
+
+    count = nvml_gpu_count() if torch.version.cuda is not None else 0
+    if entry_kind(entry) == "ordinal" or count == 0:
+        resolve_entry(cfg, entry, count)
+
+
 def narrow_visible_devices(entry: Any) -> str:
     """Narrow CUDA_VISIBLE_DEVICES to `entry` (call before CUDA initialises); returns the torch device
     this rank uses. An ordinal counts within the CUDA_VISIBLE_DEVICES the rank was started with."""
@@ -123,7 +141,9 @@ def nvml_gpu_count() -> int:
 
 def record_rank_failure(message: str, part: str, secondary: bool = False) -> None:
     """Write this rank's failure into torchelastic's error file (when a launcher gave one), where the
-    launcher and torchrun read it. `secondary`: the rank failed only because a peer rank was lost."""
+    launcher and torchrun read it, and into the agents' store, where every node reads it
+    (distributed/failure_board.py). `secondary`: the rank failed only because a peer rank was lost."""
+    _post_failure(message, part, secondary)
     path = os.environ.get("TORCHELASTIC_ERROR_FILE")
     if not path:
         return
@@ -136,6 +156,22 @@ def record_rank_failure(message: str, part: str, secondary: bool = False) -> Non
         Path(path).write_text(json.dumps(data))
     except OSError:
         pass  # the message is on stderr too
+
+
+def _post_failure(message: str, part: str, secondary: bool) -> None:
+    """The failure board's copy of a rank's record. A message that names another rank first ("rank 1
+    (vm): ..." on rank 0: every rank refusing together with one rank's reason) is that rank's echo."""
+    from duorl.distributed import failure_board
+
+    renv = rank_env()
+    if renv is None:
+        return
+    named = re.match(r"rank (\d+) \(", message)
+    if named is None:
+        message = f"rank {renv.rank} ({renv.host}): {message}"
+    elif int(named.group(1)) != renv.rank:
+        secondary = True
+    failure_board.post(renv, failure_board.FailureRecord.of(renv.rank, message, part, secondary))
 
 
 @dataclass(frozen=True)
@@ -204,6 +240,41 @@ def rank_scratch_dir(run_id: str, rank: int, starter_pid: int) -> Path:
     return Path(tempfile.gettempdir()) / f"duorl-{run_id or 'run'}-{starter_pid}-rank{rank}"
 
 
+def elastic_log_dir(run_id: str) -> Path:
+    """The folder the launcher gives torch's elastic agent for its per-rank files (the error files the
+    ranks write on failure), made here and removed with the run (left to the agent, it is a
+    /tmp/torchelastic_* tree per run, clean runs included)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f"{run_id}-{os.getpid()}-elastic-"))
+
+
+def leave_no_elastic_tree(environ: dict[str, str] | None = None) -> None:
+    """A rank that ends cleanly removes its agent's folders for it, where they hold nothing (no error
+    file: the agent reads none): its own `attempt_N/<local rank>` folder and, once empty, each folder above
+    it up to the tree's top in the temporary directory (the last clean rank of a node removes the whole
+    /tmp/torchelastic_* tree). A tree elsewhere (torchrun --log-dir) is the user's and stays."""
+    import tempfile
+
+    env = os.environ if environ is None else environ
+    error_file = env.get("TORCHELASTIC_ERROR_FILE")
+    if not error_file:
+        return
+    tmp = Path(tempfile.gettempdir()).resolve()
+    folder = Path(error_file).resolve().parent
+    if tmp not in folder.parents:
+        return
+    top = folder.relative_to(tmp).parts[0]
+    if not (top.startswith("torchelastic_") or "-elastic-" in top):  # torch's name for it, or the launcher's
+        return
+    while folder != tmp:
+        try:
+            folder.rmdir()  # only an empty folder: another rank's, or a failure's error file, stays
+        except OSError:
+            return
+        folder = folder.parent
+
+
 def remove_rank_scratch(run_id: str, ranks: range) -> None:
     """The launcher, after its ranks ended however they ended: their scratch folders go too."""
     import shutil
@@ -265,15 +336,19 @@ def launch(argv: Sequence[str], nprocs: int, run_dir: str | None = None) -> int:
     die with this process, whatever kills it (runtime/orphans.py); their scratch folders go with the run."""
     from duorl.runtime.orphans import RANK, naming_parent, stop_signals_held_for_children
 
+    import shutil
+
     run_id = f"duorl-{uuid.uuid4().hex[:12]}"
+    log_dir = elastic_log_dir(run_id)
     try:
         with naming_parent(RANK), stop_signals_held_for_children():
-            return _launch(argv, nprocs, run_dir, run_id)
+            return _launch(argv, nprocs, run_dir, run_id, log_dir)
     finally:
         remove_rank_scratch(run_id, range(1, nprocs))
+        shutil.rmtree(log_dir, ignore_errors=True)  # the failures were read from it already
 
 
-def _launch(argv: Sequence[str], nprocs: int, run_dir: str | None, run_id: str) -> int:
+def _launch(argv: Sequence[str], nprocs: int, run_dir: str | None, run_id: str, log_dir: Path) -> int:
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
@@ -289,7 +364,7 @@ def _launch(argv: Sequence[str], nprocs: int, run_dir: str | None, run_id: str) 
         rdzv_endpoint=f"127.0.0.1:{_free_port()}",
         max_restarts=0,  # a failed rank ends the run: restarting would hide it
         monitor_interval=0.2,
-        logs_specs=DefaultLogsSpecs(),
+        logs_specs=DefaultLogsSpecs(log_dir=str(log_dir)),
         **grace,
     )
     print(f"duorl: data parallel: starting {nprocs} ranks on this host (torch.distributed.launcher)", flush=True)
@@ -301,7 +376,8 @@ def _launch(argv: Sequence[str], nprocs: int, run_dir: str | None, run_id: str) 
         message, code, root = _summarize(e.failures)
         print(f"duorl: error: the data-parallel run failed:\n{message}", file=sys.stderr, flush=True)
         if code != 2:
-            _record_in_summary(run_dir, root.message, root.part)
+            _record_in_summary(run_dir, root.message, root.part, failed_rank=root.rank,
+                               **({"failed_signal": root.signal} if root.signal else {}))
         return code
     except SignalException as e:
         # the launcher passed the signal on and every rank stopped at one boundary with a final
@@ -312,14 +388,14 @@ def _launch(argv: Sequence[str], nprocs: int, run_dir: str | None, run_id: str) 
     return 0
 
 
-def _record_in_summary(run_dir: str | None, message: str, part: str) -> None:
+def _record_in_summary(run_dir: str | None, message: str, part: str, **fields: Any) -> None:
     """The launcher outlives every rank: a run summary that still says the run goes on, or holds only a
     peer's echo of the failure, gets the root cause (rank, part, why)."""
     if run_dir is None:
         return
     from duorl.runtime.outcome import record_failure
 
-    record_failure(Path(run_dir) / "run_summary.json", message, part)
+    record_failure(Path(run_dir) / "run_summary.json", message, part, **fields)
 
 
 def _after_signal(signal_name: str, run_dir: str | None, killed: list[str]) -> int:

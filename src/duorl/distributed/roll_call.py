@@ -18,10 +18,10 @@ import os
 import platform
 import sys
 import time
-from datetime import timedelta
 from typing import Any
 
 from duorl.config.errors import InputRefused
+from duorl.distributed.agent_store import agent_store
 from duorl.distributed.launch import RankEnv
 
 
@@ -31,21 +31,6 @@ class RankRefusal(InputRefused):
 
 class StoppedBeforeStart(Exception):
     """A stop request arrived while the ranks were still gathering: nothing was written."""
-
-
-def agent_store(renv: RankEnv, timeout_s: float, name: str = "roll_call") -> Any | None:
-    """A client of the elastic agent's store, namespaced for this run's attempt and `name`; None without one."""
-    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        return None
-    from torch.distributed import PrefixStore, TCPStore
-
-    try:
-        store = TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), renv.world_size, False,
-                         timeout=timedelta(seconds=timeout_s))
-    except (KeyError, ValueError, RuntimeError):
-        return None
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    return PrefixStore(f"duorl/{renv.run_id}/{attempt}/{name}", store)
 
 
 def roll_call(renv: RankEnv, problem: str | None, timeout_s: float, report_every_s: float = 30.0) -> None:

@@ -250,8 +250,10 @@ class Duo:
             start_iteration=start_iteration,
             restore=self.resume.collector if self.resume is not None else None,
             learner_pid=os.getpid(),
-            # a data-parallel learner waits for the other ranks inside its update: its collector allows it more
-            stall=replace(s.stall, peer_factor=2.0 if self.coord.world_size > 1 else 1.0),
+            # a data-parallel learner on CUDA waits for the other ranks inside its update (NCCL, queued on a
+            # stream: the host blocks without beating), so its collector allows it more; a gloo rank's waits
+            # are watched and beat (distributed/collective_wait.py): a frozen one is found within the bound
+            stall=replace(s.stall, peer_factor=2.0 if self.coord.world_size > 1 and self.device.type == "cuda" else 1.0),
             supervisor_pid=os.getppid(),
             startup_origin=PHASES.origin,
         )

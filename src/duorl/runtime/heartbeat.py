@@ -12,12 +12,14 @@ Bounds. Long phases (starting a process, building envs, compiling, capturing CUD
 checkpoints, waiting for other ranks) may legitimately run minutes without a beat:
 `training.stall_compile_timeout_s`. Every other phase is steady state: `training.stall_timeout_s`,
 but never below `iteration_multiple` times the longest steady phase the peer has measured itself so
-far (so a slow machine or a huge batch does not turn into false alarms). Under data parallel the
-learner's update waits inside collectives for the other ranks, so its collector allows it
-`peer_factor` times the steady bound: a stalled peer rank is named by its own duo first.
+far (so a slow machine or a huge batch does not turn into false alarms). Under data parallel on CUDA
+the learner's update waits inside NCCL collectives for the other ranks without beating, so its
+collector allows it `peer_factor` times the steady bound: a stalled peer rank is named by its own duo
+first (a gloo rank beats while it waits: distributed/collective_wait.py).
 
 While a wait lasts longer than `report_every_s`, the waiter says what it awaits, again at that
-interval (stderr).
+interval (stderr); a peer that has not beaten for a whole interval in a phase where it always beats is
+frozen, not waiting, and is named so once.
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ class PeerWatch:
         self._report = report or _to_stderr
         self._wait_start = self._created
         self._next_report = math.inf
+        self._said_silent = False  # a peer silent in a steady phase is named once, until it beats again
 
     # -- reading the peer -----------------------------------------------------------------------
     def peer_phase(self) -> str:
@@ -207,14 +210,28 @@ class PeerWatch:
             raise PeerStalled(f"{why} while {what}")
         if now >= self._next_report:
             self._next_report = now + int(self.bounds.report_every_s * 1e9)
-            phase = self.peer_phase()
+            phase, age = self.peer_phase(), self.heartbeat_age_s(now)
             # `what` is written for errors ("... while the learner waited for ..."); here it is going on
             awaits = what.replace(" waited ", " waits ", 1)
+            so_far = f"duorl: {awaits}, {(now - self._wait_start) / 1e9:.0f} s so far (pid {os.getpid()})"
+            if self._silent(phase, age):
+                # not waiting (a waiting process beats): frozen, said once, before the stall ends it
+                if not self._said_silent:
+                    self._said_silent = True
+                    self._report(f"{so_far}: the {self.peer} (pid {self.peer_pid}) stopped beating {age:.1f} s ago in "
+                                 f"phase '{phase}': it is frozen or stopped, and is ended at its stall bound "
+                                 f"({self.bound_s(phase):.0f} s) unless it beats again; {self.progress()}")
+                return
+            self._said_silent = False
             self._report(
-                f"duorl: {awaits}, {(now - self._wait_start) / 1e9:.0f} s so far (pid {os.getpid()}): "
-                f"the {self.peer} (pid {self.peer_pid}) is in phase '{phase}', last heartbeat "
-                f"{self.heartbeat_age_s(now):.1f} s ago (stall bound {self.bound_s(phase):.0f} s), {self.progress()}"
+                f"{so_far}: the {self.peer} (pid {self.peer_pid}) is in phase '{phase}', last heartbeat "
+                f"{age:.1f} s ago (stall bound {self.bound_s(phase):.0f} s), {self.progress()}"
             )
+
+    def _silent(self, phase: str, age: float) -> bool:
+        """The peer has not beaten for a whole report interval in a phase where it beats all the time (a
+        steady or waiting phase; the long phases may go minutes without a beat)."""
+        return phase not in LONG_PHASES and phase not in DONE_PHASES and age >= 0.9 * self.bounds.report_every_s
 
 
 def _to_stderr(line: str) -> None:

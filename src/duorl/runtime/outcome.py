@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from duorl.config.errors import InputRefused
 from duorl.gpu.graphs import GraphCaptureError
@@ -82,7 +83,7 @@ def exit_code(status: str) -> int:
 OPEN_STATUSES = ("starting", "running")
 
 
-def record_failure(path: Path, message: str, part: str, cause_known: bool = True) -> bool:
+def record_failure(path: Path, message: str, part: str, cause_known: bool = True, **fields: Any) -> bool:
     """Record in a run summary that the run failed (`part` named), for a process that outlives the one
     that would have (a collector whose learner froze or died, the launcher whose rank died). It writes
     over a summary that still says the run goes on, or over a failure recorded without its cause
@@ -94,7 +95,7 @@ def record_failure(path: Path, message: str, part: str, cause_known: bool = True
         return False
     if summary.get("status") not in OPEN_STATUSES and summary.get("cause_known", True):
         return False
-    summary.update(status="failed", error=message, failed_part=part)
+    summary.update(status="failed", error=message, failed_part=part, **fields)  # fields: e.g. failed_rank
     if cause_known:
         summary.pop("cause_known", None)
     else:
