@@ -4,6 +4,9 @@ import sys
 
 
 def run() -> None:
+    from duorl.runtime.whole_lines import whole_lines
+
+    whole_lines()  # this process's lines and its collector's (its ranks') share one stderr: each written whole
     from duorl.runtime.stop_signals import STOP_REQUEST
 
     # a Ctrl-C in the first second of `duorl train` (its imports) is a stop request, not a traceback;
