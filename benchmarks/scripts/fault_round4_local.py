@@ -104,7 +104,8 @@ def show(title: str, rows: list[tuple[str, object]]) -> None:
 
 
 def early_kill() -> None:
-    for marker in ("run_summary.json", "run_config.json"):
+    # the claim's summary, the configuration beside it, the run directory's writers (the learner built)
+    for marker in ("run_summary.json", "run_config.json", "metrics.jsonl"):
         d = WORK / f"early-{marker.split('.')[0]}"
         p = Proc(duorl("train", *RUN, f"training.log_dir={d}", "algo.max_iterations=200"))
         at = p.until(lambda: (d / marker).exists(), poll=0.002)
@@ -170,17 +171,18 @@ def interleave() -> None:
 
 
 def double_ctrl_c() -> None:
-    d = WORK / "double-ctrl-c"
+    d = Path(tempfile.mkdtemp(prefix="double-ctrl-c-", dir=WORK)) / "run"
     p = Proc(duorl("train", *RUN, f"training.log_dir={d}", "algo.max_iterations=100000"))
     p.until(lambda: status(d) == "running", poll=0.05)
     p.group(signal.SIGINT)
     p.until(lambda: any("stopping at the next safe point" in x for x in p.lines), timeout=30, poll=0.001)
     p.group(signal.SIGINT)
+    stopping = next(i for i, x in enumerate(p.lines) if "stopping at the next safe point" in x)
     code = p.wait()
     s = summary(d)
     show("double_ctrl_c: SIGINT to the process group, and again once it says it is stopping", [
         ("exit", code), ("summary status", s.get("status")), ("summary error", s.get("error")),
-        ("last stderr line", p.lines[-1] if p.lines else "")])
+        ("summary stopped_by", s.get("stopped_by")), ("stderr after the second SIGINT", p.lines[stopping + 1:])])
 
 
 def resume_alive() -> None:

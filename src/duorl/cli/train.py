@@ -205,7 +205,7 @@ def _train_with(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any, pl
         result = duo.run()
     except BaseException as e:
         if directory is not None:
-            directory.finish("failed", duo._done_iterations, 0, time.perf_counter() - t0, error=repr(e))
+            _finish_abandoned(directory, duo._done_iterations, time.perf_counter() - t0, e)
         raise
     finally:
         if not place.lead:
@@ -213,6 +213,18 @@ def _train_with(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any, pl
 
             shutil.rmtree(snapshot_dir, ignore_errors=True)
     return _finish(cfg, result, run_dir, learner, checked.spec, directory, ctx)
+
+
+def _finish_abandoned(directory: Any, iterations: int, wall_s: float, error: BaseException) -> None:
+    """The summary of a run whose duo raised: a second Ctrl-C (KeyboardInterrupt while the first one's
+    stop finished) is `interrupted`, as its exit code 0 says (runtime/outcome.py); anything else `failed`."""
+    steps = directory.total_env_steps or 0
+    outcome = outcome_of(error)
+    if outcome is not None and outcome.status == "interrupted":
+        directory.finish("interrupted", iterations, steps, wall_s,
+                         stopped_by="a second Ctrl-C: stopped at once, without a final checkpoint")
+    else:
+        directory.finish("failed", iterations, steps, wall_s, error=repr(error))
 
 
 def _check(cfg: Config, device: torch.device, mps: MpsSession, place: _Place) -> _Checked | int:
@@ -438,8 +450,9 @@ def _rank_scratch(rank: int, run_id: str) -> Path:
     """Where a rank other than 0 (which may run on a host without the run directory) keeps its
     collector's snapshots until they are gathered into rank 0's checkpoint: named by the run, so that
     whoever outlives the rank (its collector, the launcher) can remove it (distributed/launch.py)."""
-    from duorl.distributed.launch import rank_scratch_dir
+    from duorl.distributed.rank_scratch import rank_scratch_dir, remove_dead_rank_scratch
 
+    remove_dead_rank_scratch()  # those of runs killed at once on this host (nobody else removes them)
     path = rank_scratch_dir(run_id, rank, os.getppid())
     path.mkdir(parents=True, exist_ok=True)
     return path
