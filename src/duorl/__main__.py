@@ -11,7 +11,7 @@ def run() -> None:
 
     # a Ctrl-C in the first second of `duorl train` (its imports) is a stop request, not a traceback;
     # a rank listens already (duorl/__init__.py), with its own rule for a second SIGINT
-    if sys.argv[1:2] == ["train"] and not STOP_REQUEST.listening:
+    if sys.argv[1:2] in (["train"], ["resume"]) and not STOP_REQUEST.listening:
         STOP_REQUEST.listen_for_good(escalate=True)
     from duorl.cli.main import console_main
 
