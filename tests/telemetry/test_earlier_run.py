@@ -140,10 +140,15 @@ def test_two_runs_taking_over_one_dead_start_never_both_win(tmp_path: Path) -> N
     _killed(run)
     code = ("import sys\nfrom pathlib import Path\nfrom duorl.telemetry.run_dir_claim import claim_run_dir\n"
             "try:\n    claim_run_dir(sys.argv[1], Path('unused'))\nexcept Exception as e:\n    print(e); sys.exit(2)\n"
-            "import time; time.sleep(5)")
-    racers = [subprocess.Popen([sys.executable, "-c", code, str(run)], env=_env(), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True) for _ in range(3)]
+            "sys.stdin.read()")  # the winner lives on (a run going) until the test has seen the others lose
+    racers = [subprocess.Popen([sys.executable, "-c", code, str(run)], env=_env(), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     try:
+        deadline = time.monotonic() + 60
+        while sum(r.poll() == 2 for r in racers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for r in racers:
+            r.stdin.close()  # type: ignore[union-attr]
         codes = [r.wait(timeout=60) for r in racers]
     finally:
         for r in racers:
