@@ -49,3 +49,37 @@ def export_policy(actor: nn.Module, obs_dim: int, out_dir: Path) -> dict[str, st
     st_path = out_dir / "policy.safetensors"
     save_file({k: v.contiguous() for k, v in cpu_actor.state_dict().items()}, str(st_path))
     return {"onnx": str(onnx_path), "safetensors": str(st_path)}
+
+
+def export_main(run_dir: str, checkpoint: str | None, out: str | None) -> int:
+    """`duorl export RUN [--checkpoint PATH] [--out DIR]`: the files the end of training writes with
+    training.export_onnx=true (OUT/policy.onnx, OUT/policy.safetensors; OUT defaults to RUN/export), from
+    the run's final checkpoint, or its latest if it has none (a run stopped without one: said), or
+    --checkpoint. 2 for refused input (no run, an unreadable checkpoint, an unwritable OUT), 0 done."""
+    import sys
+
+    from duorl.cli.play import PlayError, load_run  # the one reader of a run's config and checkpoint
+    from duorl.cli.preflight import check_output_file
+    from duorl.config.errors import InputRefused
+
+    run = Path(run_dir)
+    out_dir = Path(out) if out else run / "export"
+    try:
+        check_output_file(str(out_dir / "policy.onnx"), "--out" if out else "RUN/export")
+        cfg, path, data = load_run(run, checkpoint)
+    except (InputRefused, PlayError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if checkpoint is None and path.name != "final.pt":
+        print(f"duorl: note: {run} has no final.pt (the run did not end with a final checkpoint): exporting its "
+              f"latest, {path}", file=sys.stderr)
+    from duorl.algos.registry import make_actor
+    from duorl.envs.registry import env_spec
+
+    spec = env_spec(cfg.task)
+    actor = make_actor(cfg.algo, spec, torch.device("cpu"))
+    actor.load_state_dict(data["policy"])
+    files = export_policy(actor, spec.actor_obs_dim, out_dir)
+    print(f"duorl: exported {files['onnx']} and {files['safetensors']} from {path} "
+          f"(iteration {int(data['header']['iteration'])})", flush=True)
+    return 0

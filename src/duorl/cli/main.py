@@ -296,6 +296,29 @@ def _add_bench(sub: Any) -> None:
     bench_dp.add_argument("overrides", nargs="*", metavar="key=value", help="passed to every duorl train run")
 
 
+def _add_resume_export(sub: Any) -> None:
+    resume = sub.add_parser(
+        "resume", help="continue a run into a new run directory",
+        description="Continue RUN_DIR from its latest checkpoint: `duorl train` with the run's --algo, --task, "
+                    "--sim and every key it set, training.resume=RUN_DIR, then these key=value overrides (a "
+                    "resumed run may change only the keys docs/configuration.md marks 'may differ', e.g. "
+                    "algo.max_iterations, training.log_dir). The equivalent train command is printed first. "
+                    "A run still going (its process alive, a stopped one too) is refused.",
+    )
+    resume.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+    resume.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides, as for train")
+    export = sub.add_parser(
+        "export", help="write a run's policy as ONNX and safetensors",
+        description="Write OUT/policy.onnx (the deterministic policy, observation normalisation folded in) and "
+                    "OUT/policy.safetensors from RUN_DIR's final checkpoint (its latest if it has none) or "
+                    "--checkpoint: the files training.export_onnx=true writes at the end of training.",
+    )
+    export.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+    export.add_argument("--checkpoint", default=None, metavar="PATH", help="a checkpoint file (default: final.pt, "
+                        "else the latest)")
+    export.add_argument("--out", default=None, metavar="DIR", help="output folder (default: RUN_DIR/export)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="duorl", description="Off-policy RL on many MuJoCo environments. "
                                      "Every command has its own --help.")
@@ -340,6 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--video", default=None, metavar="OUT.mp4", help="record episode 0 (needs OpenGL; default: none)")
     play.add_argument("--json", action="store_true", help="print a JSON object")
 
+    _add_resume_export(sub)
     _add_mps(sub)
     _add_assets(sub)
     _add_motion(sub)
@@ -567,7 +591,8 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         # parse_known_args: key=value pairs may come after options (`train --sim mujoco a=1 --algo sac b=2`)
         args, extras = parser.parse_known_args(argv)
-        unknown = [x for x in extras if x.startswith("-") or args.command not in ("train", "warmup", "config")]
+        unknown = [x for x in extras if x.startswith("-")
+                   or args.command not in ("train", "warmup", "config", "resume")]
         if unknown:
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as e:  # argparse exits for --help, --version and usage errors
@@ -581,6 +606,16 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _route(args: argparse.Namespace, extras: list[str], argv: list[str]) -> int | None:
     """The command's exit code, or None for a command group given without its action."""
+    if args.command == "resume":  # `duorl train` of the run's own command line (cli/resume_command.py)
+        from duorl.cli.resume_command import resume_argv, say_command
+        from duorl.config.errors import InputRefused
+
+        try:
+            argv = resume_argv(args.run_dir, list(args.overrides) + extras)
+        except InputRefused as e:
+            return _error(str(e))
+        say_command(argv)
+        args, extras = build_parser().parse_known_args(argv)
     if args.command == "train":
         from duorl.distributed.launch import rank_env
         from duorl.runtime.stop_signals import stop_signals
@@ -606,6 +641,10 @@ def _route(args: argparse.Namespace, extras: list[str], argv: list[str]) -> int 
         from duorl.mps.daemon import mps_main
 
         return mps_main(args.mps_command, args.name, getattr(args, "force", False))
+    if args.command == "export":
+        from duorl.cli.export import export_main
+
+        return export_main(args.run_dir, args.checkpoint, args.out)
     if args.command == "play":
         from duorl.cli.play import play_main
 

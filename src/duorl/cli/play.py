@@ -41,7 +41,7 @@ class PlayError(RuntimeError):
 _RUN_FIX = "give a directory that `duorl train` wrote (it prints 'duorl: run directory ...')"
 
 
-def _load_run(run_dir: Path, checkpoint: str | None) -> tuple[Any, Path, dict[str, Any]]:
+def load_run(run_dir: Path, checkpoint: str | None) -> tuple[Any, Path, dict[str, Any]]:
     from duorl.config.errors import ConfigError
     from duorl.cli.configure import config_from_dict
     from duorl.runtime.checkpoint import CheckpointError, checkpoint_files, latest_checkpoint, load_checkpoint
@@ -70,7 +70,7 @@ def evaluate(
 ) -> PlayResult:
     if episodes < 1:
         raise PlayError(f"--episodes={episodes}: must be >= 1. Fix: e.g. --episodes 8")
-    cfg, path, data = _load_run(Path(run_dir), checkpoint)
+    cfg, path, data = load_run(Path(run_dir), checkpoint)
     writer = check_video(video) if video else None  # before any episode (and before the envs are built)
     from duorl.algos.registry import make_actor
     from duorl.envs.registry import env_spec, make_vec_env

@@ -51,6 +51,7 @@ def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tu
     ConfigError naming the mismatching keys when the config cannot continue this checkpoint, a world
     size other than the checkpoint's, or the task-state entries (`task_state_keys`, what this
     version's task restores) the checkpoint lacks."""
+    check_resumed_run(resume)
     path: Path | None = None
     try:
         path = latest_checkpoint(Path(resume))
@@ -94,6 +95,38 @@ def load_resume(resume: str, current_config: dict[str, Any], task_state_keys: tu
         for r in ranks
     ]
     return path, data["learner"], states
+
+
+def check_resumed_run(resume: str) -> None:
+    """The run to resume has ended (issue #39): one still going (its process alive, a stopped one too) is
+    refused, since both would train on from the same checkpoint; one that died without an outcome (every
+    process killed at once) is said and recorded in its summary. Scratch folders that runs killed that
+    way left on this host go too."""
+    import sys
+
+    from duorl.distributed.rank_scratch import remove_dead_rank_scratch
+    from duorl.telemetry.earlier_run import earlier_run, record_dead, run_dir_of
+
+    for folder in remove_dead_rank_scratch():
+        print(f"duorl: removed {folder}, a scratch folder left by a run killed at once", file=sys.stderr,
+              flush=True)
+    run_dir = run_dir_of(Path(resume))
+    run = earlier_run(run_dir) if run_dir is not None else None
+    if run is None:
+        return
+    if run.is_open and run.alive:
+        raise ConfigError(
+            "training.resume", resume,
+            f"the run there is still going ({run.who()}, status '{run.status}', {run.progress()}; a stopped process, "
+            "SIGSTOP, counts as going): both would train on from the same checkpoint",
+            "a run that has ended",
+            f"let it end, or stop it first (`kill -CONT {run.summary['process']['pid']}` if stopped, then Ctrl-C or "
+            "SIGTERM: it writes a final checkpoint to resume from)",
+        )
+    if run.dead:
+        message = record_dead(run, f"resuming {resume}")
+        print(f"duorl: note: {message}; recorded in its run_summary.json (status failed), resuming its last "
+              "checkpoint", file=sys.stderr, flush=True)
 
 
 def _unreadable(resume: str, e: CheckpointError, bad: Path | None) -> ConfigError:

@@ -35,7 +35,8 @@ from duorl.config.schema import Config
 from duorl.config.seeding import derive_seed
 from duorl.config.switches import Switches, resolve_switches
 from duorl.distributed.failure_board import name_the_cause, summary_fields
-from duorl.distributed.launch import rank_env, rank_scratch_dir, record_rank_failure
+from duorl.distributed.launch import rank_env, record_rank_failure
+from duorl.distributed.rank_scratch import rank_scratch_dir, remove_dead_rank_scratch
 from duorl.envs.registry import make_vec_env
 from duorl.envs.task_sources import source_of
 from duorl.gpu.compiling import compile_cache_dirs, use_persistent_compile_caches
@@ -179,13 +180,24 @@ def _run(run: RunContext) -> int:
         result = run.duo.run()
     except BaseException as e:
         if run.directory is not None:
-            run.directory.finish("failed", run.duo.done_iterations, _total_env_steps(run.directory, 0),
-                                 time.perf_counter() - run.t0, error=repr(e))
+            _finish_abandoned(run.directory, run.duo.done_iterations, time.perf_counter() - run.t0, e)
         raise
     finally:
         if not run.place.lead:
             shutil.rmtree(run.snapshot_dir, ignore_errors=True)
     return _finish(run, result)
+
+
+def _finish_abandoned(directory: Any, iterations: int, wall_s: float, error: BaseException) -> None:
+    """The summary of a run whose duo raised: a second Ctrl-C (KeyboardInterrupt while the first one's
+    stop finished) is `interrupted`, as its exit code 0 says (runtime/outcome.py); anything else `failed`."""
+    steps = _total_env_steps(directory, 0)
+    outcome = outcome_of(error)
+    if outcome is not None and outcome.status == "interrupted":
+        directory.finish("interrupted", iterations, steps, wall_s,
+                         stopped_by="a second Ctrl-C: stopped at once, without a final checkpoint")
+    else:
+        directory.finish("failed", iterations, steps, wall_s, error=repr(error))
 
 
 def _check(run: RunContext) -> int | None:
@@ -497,6 +509,7 @@ def _rank_scratch(rank: int, run_id: str) -> Path:
     """Where a rank other than 0 (which may run on a host without the run directory) keeps its
     collector's snapshots until they are gathered into rank 0's checkpoint: named by the run, so that
     whoever outlives the rank (its collector, the launcher) can remove it (distributed/launch.py)."""
+    remove_dead_rank_scratch()  # those of runs killed at once on this host (nobody else removes them)
     path = rank_scratch_dir(run_id, rank, os.getppid())
     path.mkdir(parents=True, exist_ok=True)
     return path

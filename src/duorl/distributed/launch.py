@@ -26,6 +26,7 @@ from typing import Any, Sequence
 from duorl.config.devices import KEY as DEVICES_KEY
 from duorl.config.devices import RANK_DEVICE_ENV, entry_kind
 from duorl.config.errors import ConfigError
+from duorl.distributed.rank_scratch import rank_scratch_dir, remove_rank_scratch  # noqa: F401 - re-exported
 
 # the launcher's shutdown grace: a rank asked to stop has this long for its final checkpoint
 SHUTDOWN_GRACE_S = 20
@@ -231,15 +232,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def rank_scratch_dir(run_id: str, rank: int, starter_pid: int) -> Path:
-    """The folder where rank `rank` (not 0) of run `run_id` keeps its collector's states on its host;
-    `starter_pid`, the launcher or torchrun agent that started the rank, keeps two runs on one host
-    apart (torchrun's run id defaults to "none")."""
-    import tempfile
-
-    return Path(tempfile.gettempdir()) / f"duorl-{run_id or 'run'}-{starter_pid}-rank{rank}"
-
-
 def elastic_log_dir(run_id: str) -> Path:
     """The folder the launcher gives torch's elastic agent for its per-rank files (the error files the
     ranks write on failure), made here and removed with the run (left to the agent, it is a
@@ -273,14 +265,6 @@ def leave_no_elastic_tree(environ: dict[str, str] | None = None) -> None:
         except OSError:
             return
         folder = folder.parent
-
-
-def remove_rank_scratch(run_id: str, ranks: range) -> None:
-    """The launcher, after its ranks ended however they ended: their scratch folders go too."""
-    import shutil
-
-    for rank in ranks:
-        shutil.rmtree(rank_scratch_dir(run_id, rank, os.getpid()), ignore_errors=True)
 
 
 class _ForcedKills:

@@ -298,16 +298,30 @@ class Duo:
         self._allocate()
         start = self._restore()
         self._done_iterations = start
-        ending = self._start_and_loop(start, t_start)
-        k = self._done_iterations
-        self._report_startup()  # a run that never updated (a warm-up, an early stop) reports at its end
-        self._shutdown(final_boundary=k)
-        if ending.status == "completed" and self._stop_requested():
-            ending.status = "interrupted"
-        self._final_checkpoint(ending, start, k)
-        if self.s.snapshot_dir is not None:
-            remove_snapshots(self.s.snapshot_dir)  # states the collector left for boundaries never reached
+        try:
+            ending = self._start_and_loop(start, t_start)
+            k = self._done_iterations
+            self._report_startup()  # a run that never updated (a warm-up, an early stop) reports at its end
+            self._shutdown(final_boundary=k)
+            if ending.status == "completed" and self._stop_requested():
+                ending.status = "interrupted"
+            self._final_checkpoint(ending, start, k)
+        except KeyboardInterrupt:
+            # a second Ctrl-C while the first one's stop is finishing (its ending recorded, the collector
+            # stopping, the final checkpoint): at once, no final checkpoint (the periodic ones are intact);
+            # the collector goes now instead of outliving this process and reporting its learner dead
+            self._end_collector_now()
+            raise
+        finally:
+            if self.s.snapshot_dir is not None:
+                remove_snapshots(self.s.snapshot_dir)  # states the collector left for boundaries never reached
         return self._result(ending, k, t_start)
+
+    def _end_collector_now(self) -> None:
+        p = self.process
+        if p is not None and p.is_alive():
+            p.kill()
+            p.join(timeout=5)
 
     def _stop_requested(self) -> bool:
         """A stop asked for here (a signal) or elsewhere (the collector got a SIGTERM)."""

@@ -158,6 +158,9 @@ def arm_from_environment(early: list[int] | None = None, before: dict[int, Any] 
     worker, against the agent that started it. `early`: the signals recorded before this call (duorl's
     first lines listen with a recorder, `before` holds the handlers they replaced): the process's own
     handlers take them over."""
+    from duorl.runtime.whole_lines import whole_lines
+
+    whole_lines()  # a child's lines and its parent's (or another rank's) share one stderr: never mid-line
     early = early if early is not None else []
     before = before if before is not None else {}
     entry = os.environ.pop(PARENT_ENV, None)

@@ -45,6 +45,11 @@ class RunDirectory:
         self.checkpoints: list[str] = []
         self.total_env_steps: int | None = None  # the latest count logged or checkpointed (all ranks)
         self._t0 = time.perf_counter()
+        from duorl.runtime.process_record import this_process
+
+        # who writes the summary: a later command tells a dead run (no outcome, its process gone) from a live one
+        self.process = this_process()
+        self.started_at = _dt.datetime.now().isoformat(timespec="seconds")
         # from the start the directory says what it is: a run killed at any point leaves a summary
         self._write_summary("starting", 0, 0, 0.0)
 
@@ -113,6 +118,8 @@ class RunDirectory:
             "checkpoints": self.checkpoints,
             "last_checkpoint": f"checkpoints/{self.checkpoints[-1]}" if self.checkpoints else None,
             "runtime_manifest": self.manifest,
+            "process": self.process,
+            "started_at": self.started_at,
             **extra,
         }
         write_json(self.path / "run_summary.json", summary, "run summary")
