@@ -186,10 +186,47 @@ _TASK_SOURCES = [
     ("a factory that returns no Task", f"{_FAKE}:returns_none", ("returned a NoneType, which is no duorl Task",)),
     ("a factory that raises", f"{_FAKE}:raises", ("raised RuntimeError: no robot model here",)),
     ("a zero-size action", f"{_FAKE}:zero_action", ("duorl cannot train its spaces: action_dim=0",)),
-    ("non-float observations (one probe step)", f"{_FAKE}:int_obs", ("obs['actor'] is torch.int64",)),
+    ("non-float observations (one probe step)", f"{_FAKE}:int_obs", ("observe(sim) returned obs['actor'] as a int64",)),
+]
+# issue #39: the contract breaks the probe missed or named with a raw torch message (tests/envs/bad_tasks.py;
+# each member's message in full: tests/envs/test_task_probe.py), and task modules that end the process at import
+_BAD = "tests.envs.bad_tasks"
+_TASK_SOURCES += [
+    ("reset returns qpos of the wrong width", f"{_BAD}:wide_qpos", ("reset(mask, rng) returned qpos as", "(2, 2)", "(2, 1)")),
+    ("a Python float reward", f"{_BAD}:float_reward", ("reward(sim) returned a float (0.5)", "float32 tensor of shape (2,)")),
+    ("a reward [N, 1]", f"{_BAD}:column_reward", ("reward(sim) returned a float32 tensor of shape (2, 1)",)),
+    ("a float terminated", f"{_BAD}:float_terminated", ("terminated(sim) returned a float32 tensor", "a bool tensor")),
+    ("a terminated [N, 1]", f"{_BAD}:column_terminated", ("terminated(sim) returned a bool tensor of shape (2, 1)",)),
+    ("ctrl wider than the actuators", f"{_BAD}:wide_ctrl", ("apply_action(actions) returned a float32 tensor of shape (2, 2)",)),
+    ("a model without actuators", f"{_BAD}:no_actuators", ("mj_model() has no actuators (nu=0)",)),
+    ("observe returns a tuple", f"{_BAD}:tuple_obs", ("observe(sim) after reset returned a tuple of 2", "'actor' and 'critic'")),
+    ("control_dt contradicts substeps * timestep", f"{_BAD}:wrong_control_dt", ("control_dt=0.02 s contradicts", "set control_dt=0.05")),
+    ("a mirror not built with Mirror", f"{_BAD}:fake_mirror", ("mirror is a SimpleNamespace, not a duorl.envs.base.Mirror",
+                                                              "mirroring twice must give the vector back")),
+    ("a module that calls sys.exit at import", "tests.envs.exits_at_import:make", ("called sys.exit(3)", "__main__")),
+    ("a module that calls os._exit at import", "tests.envs.os_exits_at_import:make", ("called os._exit(0)",)),
+    ("a module that parses argv at import", "tests.envs.parses_argv_at_import:make",
+     ("called sys.exit(2)", "the following arguments are required: --robot")),
 ]
 for _id, _task, _says in _TASK_SOURCES:
     c(f"task: {_id}")(lambda tmp, task=_task, says=_says: (_train(tmp, task=task), (f"task.name={task}", *says)))
+
+
+@c("task: a factory that ignores task.max_episode_steps")
+def _(tmp):
+    return _train(tmp, "task.max_episode_steps=50", task=f"{_BAD}:ignores_max_episode_steps"), (
+        "task.max_episode_steps=50", "ignores it", "max_episode_steps=200", "pass cfg.max_episode_steps")
+
+
+@c("task: task.robot_xml on a custom task, which does not read it")
+def _(tmp):
+    return _train(tmp, "task.robot_xml=g1.xml", task=f"{_FAKE}:pendulum"), (
+        "task.robot_xml=g1.xml", f"{_FAKE}:pendulum does not declare task.robot_xml")
+
+
+@c("task: task.robot_xml on the pendulum")
+def _(tmp):
+    return _train(tmp, "task.robot_xml=g1.xml"), ("task.robot_xml=g1.xml", "pendulum_swingup does not declare task.robot_xml")
 
 
 @c("task: algo.use_symmetry=true for a task without a mirror")
@@ -711,6 +748,17 @@ def test_mjlab_tasks_are_refused_before_anything_is_built(how: str, tmp_path: Pa
     for name in names:
         assert name in err, (name, err)
     assert _files(tmp_path) == before and "run directory" not in out
+
+
+def test_the_checks_build_a_package_task_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Config validation, the learner's spec and the contract probe share one build (a slow factory ran
+    three times before the run directory existed); refused here by the memory check, the last one."""
+    from tests.envs import bad_tasks
+
+    bad_tasks.CALLS[0] = 0
+    assert main(_train(tmp_path, "algo.actor_hidden_dims=[99999999]", task="tests.envs.bad_tasks:counted")) == 2
+    assert "the networks" in capsys.readouterr().err
+    assert bad_tasks.CALLS[0] == 1
 
 
 def test_a_torn_last_line_is_skipped_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

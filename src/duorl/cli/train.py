@@ -257,7 +257,7 @@ def _check_task(cfg: Config, source: Any, switches: Switches, verdict: MpsVerdic
     from duorl.cli.preflight import preflight
 
     # unbound: shapes and state names, no simulation (None: a whole VecEnv without a Task, mjlab's)
-    task = source.make_task(cfg.task)
+    task = source.checked_task(cfg.task)  # the one the config checks built (a slow factory runs once)
     spec = source.spec(cfg.task) if task is None else task.spec
     checked = preflight(cfg, source, spec, task, place.lead)
     for warning in checked.warnings:
