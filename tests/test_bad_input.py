@@ -144,6 +144,8 @@ _ONE_KEY = [
     ("training.resume=/nonexistent/run", "training.resume=/nonexistent/run"),
     ("algo.buffer_size=4", "algo.batch_size=32"),  # 4 ticks x 4 envs (TINY): fewer transitions than one batch
     ("training.dp_timeout_s=60", "training.dp_timeout_s=60"),  # a one-device run reads no data-parallel key
+    # issue #39: true where it cannot be is refused, as the CUDA graph switches are (it became false in silence)
+    ("algo.algo_params.torch_compile=true", "algo.algo_params.torch_compile=true"),
 ]
 for _override, _needle in _ONE_KEY:
     c(f"config {_override}")(lambda tmp, o=_override, n=_needle: (_train(tmp, o), (n,)))
@@ -533,6 +535,37 @@ def _(tmp):
     return ["play", str(run), "--episodes", "0"], ("--episodes=0",)
 
 
+@c("play: --checkpoint of another task's run")
+def _(tmp):
+    run = _checkpoint_run(tmp)
+    other = _checkpoint_run(tmp, config=_cfg(task="g1_walk_flat"), name="other")
+    ckpt = other / "checkpoints" / "final.pt"
+    return ["play", str(run), "--checkpoint", str(ckpt)], (
+        f"--checkpoint={ckpt}", "was written by a --task g1_walk_flat --algo sac run", f"the run {run}", "Fix: ")
+
+
+@c("play: --checkpoint of a run with other network shapes")
+def _(tmp):
+    run = _checkpoint_run(tmp)
+    other = _checkpoint_run(tmp, config=_cfg("algo.actor_hidden_dims=[16]"), name="other")
+    ckpt = other / "checkpoints" / "final.pt"
+    return ["play", str(run), "--checkpoint", str(ckpt)], (f"--checkpoint={ckpt}", "algo.actor_hidden_dims")
+
+
+@c("play: a run of a package task whose module is not importable")
+def _(tmp):
+    cfg = _cfg()
+    cfg["task"]["name"] = "no_such_task_module_xyz:make"
+    run = _checkpoint_run(tmp, config=cfg)
+    return ["play", str(run)], ("task.name=no_such_task_module_xyz:make", "fails to import", "PYTHONPATH")
+
+
+@c("motion synth: --seconds 1e9 (a 373 GiB array before)")
+def _(tmp):
+    return ["motion", "synth", str(tmp / "clip.npz"), "--seconds", "1e9"], (
+        "--seconds=1e+09", "180,001", "Fix: --seconds 3600 or less")
+
+
 @c("metrics: a binary file")
 def _(tmp):
     (tmp / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(32))
@@ -759,6 +792,39 @@ def test_the_checks_build_a_package_task_once(tmp_path: Path, capsys: pytest.Cap
     assert main(_train(tmp_path, "algo.actor_hidden_dims=[99999999]", task="tests.envs.bad_tasks:counted")) == 2
     assert "the networks" in capsys.readouterr().err
     assert bad_tasks.CALLS[0] == 1
+
+
+def test_a_path_key_expands_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """training.log_dir=~/x made a literal ./~/x (issue #39); every path key expands ~, in one place."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    cfg = load_config("sac", "g1_motion_tracking", "mujoco", [*TINY, "training.log_dir=~/runs/a",
+                                                              "task.motion_file=~/clip.npz", "task.robot_xml=~/g1.xml"])
+    home = str(tmp_path / "home")
+    assert cfg.training.log_dir == f"{home}/runs/a"
+    assert (cfg.task.motion_file, cfg.task.robot_xml) == (f"{home}/clip.npz", f"{home}/g1.xml")
+
+
+def test_a_yaml_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    from duorl.config.errors import ConfigError
+    from duorl.config.load import _read_yaml
+
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes("algo:\n  batch_size: 256  # caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte \d+.*Fix: save the file as UTF-8") as e:
+        _read_yaml(bad)
+    assert e.value.key == str(bad) and "\n" not in str(e.value)
+
+
+def test_learning_starts_beyond_the_run_is_warned_before_it_starts() -> None:
+    """algo.learning_starts the run never reaches completed with zero updates and no word (issue #39)."""
+    from duorl.cli.preflight import no_update_warning
+
+    cfg = load_config("sac", "pendulum_swingup", "mujoco", [*TINY, "algo.max_iterations=20", "algo.learning_starts=50"])
+    said = no_update_warning(cfg)
+    assert said is not None and said.startswith("algo.learning_starts=50: the run collects 19 ticks")
+    assert "end without a single update" in said and "raise algo.max_iterations to at least 51" in said
+    ok = load_config("sac", "pendulum_swingup", "mujoco", [*TINY, "algo.max_iterations=20", "algo.learning_starts=19"])
+    assert no_update_warning(ok) is None
 
 
 def test_a_torn_last_line_is_skipped_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
