@@ -144,6 +144,8 @@ _ONE_KEY = [
     ("training.resume=/nonexistent/run", "training.resume=/nonexistent/run"),
     ("algo.buffer_size=4", "algo.batch_size=32"),  # 4 ticks x 4 envs (TINY): fewer transitions than one batch
     ("training.dp_timeout_s=60", "training.dp_timeout_s=60"),  # a one-device run reads no data-parallel key
+    # issue #39: true where it cannot be is refused, as the CUDA graph switches are (it became false in silence)
+    ("algo.algo_params.torch_compile=true", "algo.algo_params.torch_compile=true"),
 ]
 for _override, _needle in _ONE_KEY:
     c(f"config {_override}")(lambda tmp, o=_override, n=_needle: (_train(tmp, o), (n,)))
@@ -186,10 +188,47 @@ _TASK_SOURCES = [
     ("a factory that returns no Task", f"{_FAKE}:returns_none", ("returned a NoneType, which is no duorl Task",)),
     ("a factory that raises", f"{_FAKE}:raises", ("raised RuntimeError: no robot model here",)),
     ("a zero-size action", f"{_FAKE}:zero_action", ("duorl cannot train its spaces: action_dim=0",)),
-    ("non-float observations (one probe step)", f"{_FAKE}:int_obs", ("obs['actor'] is torch.int64",)),
+    ("non-float observations (one probe step)", f"{_FAKE}:int_obs", ("observe(sim) returned obs['actor'] as a int64",)),
+]
+# issue #39: the contract breaks the probe missed or named with a raw torch message (tests/envs/bad_tasks.py;
+# each member's message in full: tests/envs/test_task_probe.py), and task modules that end the process at import
+_BAD = "tests.envs.bad_tasks"
+_TASK_SOURCES += [
+    ("reset returns qpos of the wrong width", f"{_BAD}:wide_qpos", ("reset(mask, rng) returned qpos as", "(2, 2)", "(2, 1)")),
+    ("a Python float reward", f"{_BAD}:float_reward", ("reward(sim) returned a float (0.5)", "float32 tensor of shape (2,)")),
+    ("a reward [N, 1]", f"{_BAD}:column_reward", ("reward(sim) returned a float32 tensor of shape (2, 1)",)),
+    ("a float terminated", f"{_BAD}:float_terminated", ("terminated(sim) returned a float32 tensor", "a bool tensor")),
+    ("a terminated [N, 1]", f"{_BAD}:column_terminated", ("terminated(sim) returned a bool tensor of shape (2, 1)",)),
+    ("ctrl wider than the actuators", f"{_BAD}:wide_ctrl", ("apply_action(actions) returned a float32 tensor of shape (2, 2)",)),
+    ("a model without actuators", f"{_BAD}:no_actuators", ("mj_model() has no actuators (nu=0)",)),
+    ("observe returns a tuple", f"{_BAD}:tuple_obs", ("observe(sim) after reset returned a tuple of 2", "'actor' and 'critic'")),
+    ("control_dt contradicts substeps * timestep", f"{_BAD}:wrong_control_dt", ("control_dt=0.02 s contradicts", "set control_dt=0.05")),
+    ("a mirror not built with Mirror", f"{_BAD}:fake_mirror", ("mirror is a SimpleNamespace, not a duorl.envs.base.Mirror",
+                                                              "mirroring twice must give the vector back")),
+    ("a module that calls sys.exit at import", "tests.envs.exits_at_import:make", ("called sys.exit(3)", "__main__")),
+    ("a module that calls os._exit at import", "tests.envs.os_exits_at_import:make", ("called os._exit(0)",)),
+    ("a module that parses argv at import", "tests.envs.parses_argv_at_import:make",
+     ("called sys.exit(2)", "the following arguments are required: --robot")),
 ]
 for _id, _task, _says in _TASK_SOURCES:
     c(f"task: {_id}")(lambda tmp, task=_task, says=_says: (_train(tmp, task=task), (f"task.name={task}", *says)))
+
+
+@c("task: a factory that ignores task.max_episode_steps")
+def _(tmp):
+    return _train(tmp, "task.max_episode_steps=50", task=f"{_BAD}:ignores_max_episode_steps"), (
+        "task.max_episode_steps=50", "ignores it", "max_episode_steps=200", "pass cfg.max_episode_steps")
+
+
+@c("task: task.robot_xml on a custom task, which does not read it")
+def _(tmp):
+    return _train(tmp, "task.robot_xml=g1.xml", task=f"{_FAKE}:pendulum"), (
+        "task.robot_xml=g1.xml", f"{_FAKE}:pendulum does not declare task.robot_xml")
+
+
+@c("task: task.robot_xml on the pendulum")
+def _(tmp):
+    return _train(tmp, "task.robot_xml=g1.xml"), ("task.robot_xml=g1.xml", "pendulum_swingup does not declare task.robot_xml")
 
 
 @c("task: algo.use_symmetry=true for a task without a mirror")
@@ -496,6 +535,37 @@ def _(tmp):
     return ["play", str(run), "--episodes", "0"], ("--episodes=0",)
 
 
+@c("play: --checkpoint of another task's run")
+def _(tmp):
+    run = _checkpoint_run(tmp)
+    other = _checkpoint_run(tmp, config=_cfg(task="g1_walk_flat"), name="other")
+    ckpt = other / "checkpoints" / "final.pt"
+    return ["play", str(run), "--checkpoint", str(ckpt)], (
+        f"--checkpoint={ckpt}", "was written by a --task g1_walk_flat --algo sac run", f"the run {run}", "Fix: ")
+
+
+@c("play: --checkpoint of a run with other network shapes")
+def _(tmp):
+    run = _checkpoint_run(tmp)
+    other = _checkpoint_run(tmp, config=_cfg("algo.actor_hidden_dims=[16]"), name="other")
+    ckpt = other / "checkpoints" / "final.pt"
+    return ["play", str(run), "--checkpoint", str(ckpt)], (f"--checkpoint={ckpt}", "algo.actor_hidden_dims")
+
+
+@c("play: a run of a package task whose module is not importable")
+def _(tmp):
+    cfg = _cfg()
+    cfg["task"]["name"] = "no_such_task_module_xyz:make"
+    run = _checkpoint_run(tmp, config=cfg)
+    return ["play", str(run)], ("task.name=no_such_task_module_xyz:make", "fails to import", "PYTHONPATH")
+
+
+@c("motion synth: --seconds 1e9 (a 373 GiB array before)")
+def _(tmp):
+    return ["motion", "synth", str(tmp / "clip.npz"), "--seconds", "1e9"], (
+        "--seconds=1e+09", "180,001", "Fix: --seconds 3600 or less")
+
+
 @c("metrics: a binary file")
 def _(tmp):
     (tmp / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(32))
@@ -711,6 +781,50 @@ def test_mjlab_tasks_are_refused_before_anything_is_built(how: str, tmp_path: Pa
     for name in names:
         assert name in err, (name, err)
     assert _files(tmp_path) == before and "run directory" not in out
+
+
+def test_the_checks_build_a_package_task_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Config validation, the learner's spec and the contract probe share one build (a slow factory ran
+    three times before the run directory existed); refused here by the memory check, the last one."""
+    from tests.envs import bad_tasks
+
+    bad_tasks.CALLS[0] = 0
+    assert main(_train(tmp_path, "algo.actor_hidden_dims=[99999999]", task="tests.envs.bad_tasks:counted")) == 2
+    assert "the networks" in capsys.readouterr().err
+    assert bad_tasks.CALLS[0] == 1
+
+
+def test_a_path_key_expands_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """training.log_dir=~/x made a literal ./~/x (issue #39); every path key expands ~, in one place."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    cfg = load_config("sac", "g1_motion_tracking", "mujoco", [*TINY, "training.log_dir=~/runs/a",
+                                                              "task.motion_file=~/clip.npz", "task.robot_xml=~/g1.xml"])
+    home = str(tmp_path / "home")
+    assert cfg.training.log_dir == f"{home}/runs/a"
+    assert (cfg.task.motion_file, cfg.task.robot_xml) == (f"{home}/clip.npz", f"{home}/g1.xml")
+
+
+def test_a_yaml_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    from duorl.config.errors import ConfigError
+    from duorl.config.load import _read_yaml
+
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes("algo:\n  batch_size: 256  # caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte \d+.*Fix: save the file as UTF-8") as e:
+        _read_yaml(bad)
+    assert e.value.key == str(bad) and "\n" not in str(e.value)
+
+
+def test_learning_starts_beyond_the_run_is_warned_before_it_starts() -> None:
+    """algo.learning_starts the run never reaches completed with zero updates and no word (issue #39)."""
+    from duorl.cli.preflight import no_update_warning
+
+    cfg = load_config("sac", "pendulum_swingup", "mujoco", [*TINY, "algo.max_iterations=20", "algo.learning_starts=50"])
+    said = no_update_warning(cfg)
+    assert said is not None and said.startswith("algo.learning_starts=50: the run collects 19 ticks")
+    assert "end without a single update" in said and "raise algo.max_iterations to at least 51" in said
+    ok = load_config("sac", "pendulum_swingup", "mujoco", [*TINY, "algo.max_iterations=20", "algo.learning_starts=19"])
+    assert no_update_warning(ok) is None
 
 
 def test_a_torn_last_line_is_skipped_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -92,19 +92,6 @@ def test_unknown_names_list_the_closest() -> None:
     assert "g1_walk_flat" in e.value.allowed
 
 
-@pytest.mark.parametrize("factory,says", [
-    ("int_obs", "obs['actor'] is torch.int64 (2, 3), the spec says float32 (2, 3)"),
-    ("wide_obs", "obs['critic'] is torch.float32 (2, 4), the spec says float32 (2, 3)"),
-])
-def test_the_probe_steps_a_task_against_the_contract(factory: str, says: str) -> None:
-    name = f"{FAKE}:{factory}"
-    with pytest.raises(ConfigError, match="duorl cannot train it") as e:
-        source_of(name).preflight(task_config(name), None)
-    assert says in str(e.value)
-    ok = f"{FAKE}:pendulum"
-    assert source_of(ok).preflight(task_config(ok), None) == []  # a task that keeps the contract passes
-
-
 def test_a_package_task_declares_its_own_keys() -> None:
     """A factory's `config_class` declares its task's keys (docs/tasks.md): they reach the factory, and a
     class that is no TaskConfig dataclass, or a key without setting(), is refused naming the task."""

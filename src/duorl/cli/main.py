@@ -397,7 +397,13 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
     try:
         if renv is not None:
             return _start_rank(args, overrides, renv)
-        cfg = load_config(args.algo, args.task, args.sim, overrides)
+        from duorl.cli.early_stop import StoppedEarly, say_stopped, stops_at_once
+
+        try:
+            with stops_at_once():  # a task factory may take a minute: a Ctrl-C meanwhile stops at once
+                cfg = load_config(args.algo, args.task, args.sim, overrides)
+        except StoppedEarly:
+            return say_stopped()
         from duorl.config.switches import data_parallel_enabled
         from duorl.config.validate import check_data_parallel_keys
 

@@ -50,8 +50,15 @@ def load_run(run_dir: Path, checkpoint: str | None) -> tuple[Any, Path, dict[str
     if not cfg_path.is_file():
         raise PlayError(f"{run_dir} is not a duorl run directory: {cfg_path} is missing. Fix: {_RUN_FIX}")
     try:
-        cfg = config_from_dict(json.loads(cfg_path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, ConfigError) as e:  # ValueError: not UTF-8 or not JSON
+        saved = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:  # ValueError: not UTF-8 or not JSON
+        raise PlayError(f"{cfg_path} is corrupt ({type(e).__name__}: {e}). Fix: {_RUN_FIX}") from None
+    try:
+        cfg = config_from_dict(saved)
+    except ConfigError as e:
+        if isinstance(saved, dict) and isinstance(saved.get("task"), dict) and e.key == "task.name":
+            # the run's task does not load here (a package task whose module is not importable): the cause
+            raise PlayError(f"{run_dir}: its {e}") from None
         raise PlayError(f"{cfg_path} is corrupt ({type(e).__name__}: {e}). Fix: {_RUN_FIX}") from None
     path = Path(checkpoint) if checkpoint else None
     try:
@@ -62,7 +69,28 @@ def load_run(run_dir: Path, checkpoint: str | None) -> tuple[Any, Path, dict[str
         fix = (f"play another checkpoint: --checkpoint {run_dir / 'checkpoints' / others[-1]} (there: {', '.join(others)})"
                if others else "play a run that wrote a checkpoint")
         raise PlayError(f"{e}. Fix: {fix}") from None
+    _check_checkpoint_of_run(run_dir, cfg, path, data)
     return cfg, path, data
+
+
+def _check_checkpoint_of_run(run_dir: Path, cfg: Any, path: Path, data: dict[str, Any]) -> None:
+    """--checkpoint of another run's task, algorithm or network shapes is refused as resume refuses it
+    (cli/resume.py), before its state meets the run's networks."""
+    from duorl.cli.resume import config_mismatches, identity_mismatch
+    from duorl.config.load import config_to_dict
+
+    saved, current = data.get("config"), config_to_dict(cfg)
+    if not isinstance(saved, dict):
+        return
+    fix = f"play it with the run directory that wrote it, or pick a checkpoint of {run_dir / 'checkpoints'}"
+    found = identity_mismatch(path, saved, current, type(cfg.task), this=f"the run {run_dir}")
+    if found is not None:
+        raise PlayError(f"--checkpoint={path}: {found[0]}. Allowed: {found[1]}. Fix: {fix}")
+    shapes = [k for k in config_mismatches(saved, current, type(cfg.task)) if "hidden" in k or "dim" in k or
+              "blocks" in k or "atoms" in k]
+    if shapes:
+        raise PlayError(f"--checkpoint={path}: its networks differ from the run {run_dir}'s ({', '.join(shapes)}). "
+                        f"Allowed: a checkpoint of that run. Fix: {fix}")
 
 
 def evaluate(
@@ -264,11 +292,12 @@ class _VideoRecorder:
 
 
 def play_main(run_dir: str, episodes: int, checkpoint: str | None, video: str | None, as_json: bool) -> int:
+    from duorl.config.errors import InputRefused
     from duorl.runtime.checkpoint import CheckpointError
 
     try:
         r = evaluate(Path(run_dir), episodes, checkpoint, video)
-    except (PlayError, CheckpointError) as e:
+    except (PlayError, CheckpointError, InputRefused) as e:  # InputRefused: a late ConfigError (the task's)
         print(f"error: {e}", file=sys.stderr)
         return 2
     if as_json:

@@ -39,6 +39,22 @@ def _check_slow_phase(cfg: Config) -> None:
                           "e.g. debug.slow_phase='learner:writing a checkpoint', or remove the key")
 
 
+def no_update_warning(cfg: Config) -> str | None:
+    """A fresh run whose replay never reaches algo.learning_starts before its last iteration ends without an
+    update (it completed with zero updates and no word): the warning naming the keys, or None."""
+    algo, tr = cfg.algo, cfg.training
+    if algo.updates_per_step <= 0 or tr.resume:
+        return None
+    ticks = (algo.max_iterations - 1) * tr.env_steps_per_sync  # collected before the last iteration's update
+    if ticks >= max(algo.learning_starts, 1):
+        return None
+    need = -(-max(algo.learning_starts, 1) // tr.env_steps_per_sync) + 1
+    return (f"algo.learning_starts={algo.learning_starts}: the run collects {ticks} ticks before its last iteration "
+            f"(algo.max_iterations={algo.max_iterations} x training.env_steps_per_sync={tr.env_steps_per_sync}), so "
+            f"it will end without a single update. Fix: lower algo.learning_starts below {ticks + 1} or raise "
+            f"algo.max_iterations to at least {need}")
+
+
 def check_log_dir(cfg: Config) -> None:
     """training.log_dir (or the default run directory) does not exist yet and can be created."""
     from duorl.telemetry.run_dir_claim import check_new_run_dir
@@ -55,6 +71,9 @@ def preflight(cfg: Config, source: TaskSource, spec: Any, task: Any, lead: bool 
         _check_slow_phase(cfg)
         check_symmetry(spec, cfg.algo.use_symmetry)
         warnings = source.preflight(cfg.task, task)
+        late = no_update_warning(cfg)
+        if late is not None and lead:
+            warnings.append(late)
         if lead:
             check_log_dir(cfg)
     except InputRefused as e:

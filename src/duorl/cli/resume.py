@@ -139,21 +139,27 @@ def _unreadable(resume: str, e: CheckpointError, bad: Path | None) -> ConfigErro
     return ConfigError("training.resume", resume, str(e), "a readable duorl checkpoint", fix)
 
 
+def identity_mismatch(path: Path, saved: dict[str, Any], current: dict[str, Any], task_keys: type[TaskConfig],
+                      this: str = "this run") -> tuple[str, str, str] | None:
+    """A checkpoint of another task or algorithm than `current` (resume and `duorl play --checkpoint` share
+    it): (the problem, what is allowed, the checkpoint's --task/--algo), or None where both agree."""
+    a, b = flatten(saved), flatten(current)
+    if all(a.get(k) == b.get(k) for k in IDENTITY):
+        return None
+    more = len(config_mismatches(saved, current, task_keys)) - sum(a.get(k) != b.get(k) for k in IDENTITY)
+    then, now = (f"--task {x.get('task.name')} --algo {x.get('algo.name')}" for x in (a, b))
+    return (f"{path} was written by a {then} run, and {this} is {now}"
+            + (f" ({more} more keys differ with it)" if more > 0 else ""), f"a checkpoint of a {now} run", then)
+
+
 def _check_identity(resume: str, path: Path, saved: dict[str, Any], current: dict[str, Any],
                     task_keys: type[TaskConfig]) -> None:
     """A checkpoint of another task or algorithm: the cause, named before anything that follows from it."""
-    a, b = flatten(saved), flatten(current)
-    if all(a.get(k) == b.get(k) for k in IDENTITY):
-        return
-    more = len(config_mismatches(saved, current, task_keys)) - sum(a.get(k) != b.get(k) for k in IDENTITY)
-    then, now = (f"--task {x.get('task.name')} --algo {x.get('algo.name')}" for x in (a, b))
-    raise ConfigError(
-        "training.resume", resume,
-        f"{path} was written by a {then} run, and this run is {now}"
-        + (f" ({more} more keys differ with it)" if more > 0 else ""),
-        f"a checkpoint of a {now} run",
-        f"resume it with {then} (the checkpoint's), or start a new run without training.resume",
-    )
+    found = identity_mismatch(path, saved, current, task_keys)
+    if found is not None:
+        problem, allowed, then = found
+        raise ConfigError("training.resume", resume, problem, allowed,
+                          f"resume it with {then} (the checkpoint's), or start a new run without training.resume")
 
 
 def _check_keys(resume: str, path: Path, saved: dict[str, Any], current: dict[str, Any],

@@ -236,7 +236,7 @@ def _check_task(run: RunContext, source: Any, switches: Switches, verdict: MpsVe
     """The task's shapes and inputs, and the run directory's path (duorl/cli/preflight.py)."""
     cfg = run.cfg
     # unbound: shapes and state names, no simulation (None: a whole VecEnv without a Task, mjlab's)
-    task = source.make_task(cfg.task)
+    task = source.checked_task(cfg.task)  # the one the config checks built (a slow factory runs once)
     spec = source.spec(cfg.task) if task is None else task.spec
     found = preflight(cfg, source, spec, task, run.place.lead)
     for warning in found.warnings:

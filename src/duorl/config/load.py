@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from duorl.config.catalog import algo_yaml
 from duorl.config.errors import NO_VALUE, ConfigError, ConfigErrors, format_value
 from duorl.config.extras import check_extras
 from duorl.config.keys import close_matches, default_of, describe, flatten, leaf_types
-from duorl.config.schema import ALGOS, Config, TaskConfig
+from duorl.config.schema import ALGOS, Config, TaskConfig, setting_of
 from duorl.config.tasks import TaskFacts
 from duorl.config.validate import validate
 
@@ -126,6 +127,12 @@ def _merge(cfg: DictConfig, layer: Any, source: str, task: TaskFacts, key: str |
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as e:
+        raise ConfigError(str(path), NO_VALUE, f"is not UTF-8 text (byte {e.start}: {e.reason})", "a UTF-8 YAML file",
+                          "save the file as UTF-8") from None
+    except OSError as e:
+        raise ConfigError(str(path), NO_VALUE, f"cannot be read ({e.strerror or e})", "a readable YAML file",
+                          "check the file's path and permissions") from None
     except yaml.YAMLError as e:
         raise ConfigError(str(path), NO_VALUE, f"malformed YAML: {e}".replace("\n", " "), "YAML mappings",
                           "fix the file") from None
@@ -332,6 +339,7 @@ def resolve_config(algo: str, task: TaskFacts, sim: str | None = None, overrides
     except OmegaConfBaseException as e:  # unresolvable interpolation, missing value
         raise _wrap(e, None, NO_VALUE, "", task) from None
     assert isinstance(obj, Config)
+    expand_paths(obj)
     known = lambda e: e.key in {r.key for r in refused}  # noqa: E731 - one problem per key
     try:
         validate(obj, task, probe_devices=probe_devices)
@@ -347,6 +355,19 @@ def resolve_config(algo: str, task: TaskFacts, sim: str | None = None, overrides
     if refused:
         raise ConfigErrors(refused)
     return obj, sources
+
+
+def expand_paths(obj: Any) -> None:
+    """Every path key (Setting.path) with a leading `~` becomes the user's home folder, in place, in every
+    section and a task's own keys: `training.log_dir=~/runs/a` names $HOME/runs/a, not ./~/runs/a."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            expand_paths(value)
+        elif isinstance(value, str) and value.startswith("~"):
+            s = setting_of(f)
+            if s is not None and s.path:
+                setattr(obj, f.name, os.path.expanduser(value))
 
 
 def config_to_dict(cfg: Config) -> dict[str, Any]:

@@ -42,6 +42,7 @@ class Setting:
     between keys, a device list); a callable is asked when shown. `fix`: the fix an out-of-range value
     gets instead of the generic one. `example`: a value to show in messages where the default (null)
     shows nothing. `data_parallel_only`: read only by data-parallel runs (a one-device run refuses it).
+    `path`: a file or folder path, whose leading `~` the configuration expands (config/load.expand_paths).
     """
 
     help: str
@@ -56,6 +57,7 @@ class Setting:
     example: Any = None
     resume: str = MUST_MATCH
     data_parallel_only: bool = False
+    path: bool = False
 
     @property
     def bounded(self) -> bool:
@@ -96,7 +98,7 @@ class TrainingConfig:
     seed: int = setting(1, "base seed; learner, env, exploration and replay streams (and ranks) derive from it",
                         min=0, max=2**32 - 1)  # numpy's seed range
     log_dir: Optional[str] = setting(None, "run directory (must not exist yet); null = runs/<task>-<algo>-<timestamp>",
-                                    free_form=True, allowed="null or a path", resume=MAY_DIFFER)
+                                    free_form=True, path=True, allowed="null or a path", resume=MAY_DIFFER)
     env_steps_per_sync: int = setting(1, "collector ticks per learner iteration (training semantics)", min=1)
     cuda_process_sharing: Optional[str] = setting(
         None, "run the duo under a CUDA MPS daemon (fails closed; docs/mps.md)", choices=("mps",))
@@ -119,7 +121,7 @@ class TrainingConfig:
     nan_guard: NanGuardConfig = field(default_factory=NanGuardConfig)
     resume: Optional[str] = setting(
         None, "continue from a run directory (its latest checkpoint) or a checkpoint file, into a new run directory",
-        free_form=True, allowed="null or a path", resume=MAY_DIFFER)
+        free_form=True, path=True, allowed="null or a path", resume=MAY_DIFFER)
     checkpoint_replay: bool = setting(False, "also store the replay ring in checkpoints (bitwise-exact resume)",
                                      resume=MAY_DIFFER)
     log_interval: int = setting(1, "iterations per metrics row and progress update", min=1, resume=MAY_DIFFER)
@@ -159,7 +161,7 @@ class AlgoParamsConfig:
     dp_whole_cycle_cuda_graph: bool = setting(True, "the same under data parallel", data_parallel_only=True)
     torch_compile: Optional[bool] = setting(
         None, "torch.compile the learner's networks (CUDA only; the first iteration compiles): null = on with "
-              "CUDA, false = off")
+              "CUDA, true = required (a CUDA learner), false = off")
     # the learner-speed levers of issue #41 (benchmarks/2026-12-02_learner_round6_h200/): off until measured.
     # They change how the same update is computed (kernels, rounding, memory layout), not what is learned,
     # so a resumed run may switch them (and a checkpoint from before they existed resumes)

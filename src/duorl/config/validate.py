@@ -315,7 +315,7 @@ def validate(cfg: Config, task: TaskFacts, probe_devices: bool = True) -> Config
     # these resolve the devices and the sim's device: only meaningful once names and devices are good
     if probe_devices and not p.bad("algo.name", "sim.name", "task.name", "training.devices", "training.data_parallel"):
         p.check(_check_graph, cfg)
-        for check in (_check_tick_graph, _check_tick_compile, _check_solver_early_exit):
+        for check in (_check_learner_compile, _check_tick_graph, _check_tick_compile, _check_solver_early_exit):
             p.check(check, cfg)
     p.raise_any()
     return cfg
@@ -337,6 +337,16 @@ def _check_graph(cfg: Config) -> None:
                           "learner resolves to cpu", allowed,
                           f"remove the key (automatic) or set {key}=false; or train on a GPU, e.g. "
                           "training.devices=[0]")
+
+
+def _check_learner_compile(cfg: Config) -> None:
+    """algo.algo_params.torch_compile: null = on with CUDA, true = required (a CUDA learner), false = off; the
+    same rule as the CUDA graph switches (true where it cannot be is refused, not turned off in silence)."""
+    key = "algo.algo_params.torch_compile"
+    if cfg.algo.algo_params.torch_compile is True and resolve_device(cfg) == "cpu":
+        raise ConfigError(key, True, "compiles only a CUDA learner (the CPU learner runs eagerly), and this run's "
+                          "learner resolves to cpu", "null (automatic: on with CUDA), true (required), false (off)",
+                          f"remove the key (automatic) or set {key}=false; or train on a GPU, e.g. training.devices=[0]")
 
 
 def _check_cuda_env_switch(cfg: Config, key: str, value: object, allowed: str, off: str = "") -> None:

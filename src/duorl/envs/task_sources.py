@@ -36,6 +36,7 @@ from duorl.config.schema import TaskConfig, setting_of
 from duorl.config.tasks import TaskCatalog, TaskFacts
 from duorl.envs import mjlab as mjlab_adapter  # light: mjlab itself is imported on first use
 from duorl.envs.mjlab import family as mjlab_family
+from duorl.envs.task_import import ExitAtImport, call_waiting, import_task_module
 from duorl.envs.tasks.builtin import BUILTIN, DEFAULT_TASK, defaults_of
 
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ ALLOWED = (f"{', '.join(sorted(BUILTIN))}; an entry point of {ENTRY_POINT_GROUP}
            f"{mjlab_family.PREFIX}ID (`duorl tasks` lists them)")
 # how `duorl train --help` names the sources beyond the listed names
 OTHER_SOURCES = f"package.module:factory, or {mjlab_family.PREFIX}ID"
+
+
+# the Task the checks built, by (source, factory, configuration): FactorySource.checked_task
+_CHECKED: dict[tuple[Any, ...], Any] = {}
 
 
 def _refuse(name: str, problem: str, allowed: str, fix: str) -> ConfigError:
@@ -125,6 +130,11 @@ class TaskSource:
         a whole VecEnv (mjlab)."""
         return None
 
+    def checked_task(self, task_cfg: TaskConfig) -> Task | None:
+        """The Task the checks before a run look at (its spec, the contract probe, its own check): built once
+        per configuration in a process, so that a slow factory runs once before the run starts."""
+        return self.make_task(task_cfg)
+
     def make_vec_env(self, task_cfg: TaskConfig, sim_cfg: Any, num_envs: int, device: str, seed: int,
                      nan_guard: bool = True, nan_inject_step: int = -1, compile: bool = False,
                      solver_early_exit: bool = False, play: bool = False, render: bool = False) -> VecEnv:
@@ -169,17 +179,28 @@ class FactorySource(TaskSource):
             self.spec(task_cfg)
 
     def spec(self, task_cfg: TaskConfig) -> EnvSpec:
-        task = self.make_task(task_cfg)
+        task = self.checked_task(task_cfg)
         assert task is not None
         return task.spec
 
+    def checked_task(self, task_cfg: TaskConfig) -> Task:
+        factory = load_factory(self)
+        key = (self.kind, self.target, id(factory), repr(task_cfg))
+        task = _CHECKED.get(key)
+        if task is None:
+            task = self.make_task(task_cfg)
+            _CHECKED.clear()  # one configuration per process: keep only the last one's
+            _CHECKED[key] = task
+        return task
+
     def make_task(self, task_cfg: TaskConfig) -> Task:
-        """ConfigError when the factory fails or returns no Task, or the task's spaces cannot be trained."""
+        """ConfigError when the factory fails or returns no Task, the task's spaces cannot be trained, or
+        the task ignores task.max_episode_steps."""
         factory = load_factory(self)
         if not self.from_package:
             return factory(task_cfg)
         try:
-            task = factory(task_cfg)
+            task = call_waiting(factory, task_cfg, what=f"task factory {self.target}")
         except InputRefused:
             raise
         except Exception as e:  # noqa: BLE001 - the user's factory: name it and its error
@@ -191,6 +212,7 @@ class FactorySource(TaskSource):
                           f"duorl Task (it lacks {', '.join(missing)})", "a Task (envs/tasks/base.py)",
                           f"return a Task from {self.target} (docs/tasks.md)")
         check_spec(task.spec, self.name)
+        _check_episode_steps(task.spec, task_cfg, self.target)
         return task
 
     def make_vec_env(self, task_cfg: TaskConfig, sim_cfg: Any, num_envs: int, device: str, seed: int,
@@ -208,12 +230,12 @@ class FactorySource(TaskSource):
         return list(getattr(importlib.import_module(module_name), attr)(task_cfg))
 
     def preflight(self, task_cfg: TaskConfig, task: Task | None) -> list[str]:
-        """A package's task steps once in two MuJoCo C worlds against the Task contract (envs/task_env.py)
+        """A package's task steps once in two MuJoCo C worlds against the Task contract (envs/task_probe.py)
         on a task of its own; then the task's own check."""
         if self.from_package:
-            from duorl.envs.task_env import probe_task
+            from duorl.envs.task_probe import probe_task
 
-            probe_task(self.make_task(task_cfg), self.name)
+            probe_task(task if task is not None else self.checked_task(task_cfg), self.name)
         return super().preflight(task_cfg, task)
 
 
@@ -338,7 +360,13 @@ def load_factory(source: FactorySource) -> Callable[[TaskConfig], Task]:
     module_name, _, attr = source.target.partition(":")
     what = f"the {source.kind} {source.name}" + (f" ({source.target})" if source.target != source.name else "")
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = import_task_module(module_name) if source.from_package else importlib.import_module(module_name)
+    except ExitAtImport as e:
+        said = f" after writing {e.said!r}" if e.said else ""
+        raise _refuse(source.name, f"{what}: importing {module_name} called {e.how}{said}",
+                      "a module that defines its factory without ending the process (no sys.exit, os._exit or "
+                      "argument parsing at import)", f"move that code of {module_name} under "
+                      "`if __name__ == \"__main__\":`") from None
     except Exception as e:  # noqa: BLE001 - any error of the user's module is a refusal naming it
         hint = " (is its package installed, or on PYTHONPATH?)" if isinstance(e, ModuleNotFoundError) else ""
         raise _refuse(source.name, f"{what} fails to import: {type(e).__name__}: {_first_line(e)}{hint}",
@@ -402,6 +430,35 @@ def check_spec(spec: Any, name: str) -> None:
     if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not dt > 0:
         raise _refuse(name, f"its control_dt={dt!r} is not a positive number of seconds", "control_dt > 0",
                       "fix the task's EnvSpec (docs/tasks.md)")
+    _check_mirror(spec, name)
+
+
+def _check_mirror(spec: Any, name: str) -> None:
+    """A mirror is an envs.base.Mirror, whose construction checks each part is a signed permutation that is
+    its own inverse (learners mirror batches with it: one that is not would teach a wrong symmetry)."""
+    from duorl.envs.base import Mirror
+
+    m = spec.mirror
+    if m is None or isinstance(m, Mirror):
+        return
+    try:
+        Mirror(m.actor_obs, m.critic_obs, m.action)
+        why = ""
+    except (AttributeError, TypeError, ValueError) as e:
+        why = f" ({_first_line(e)})"
+    raise _refuse(name, f"its spec's mirror is a {type(m).__name__}, not a duorl.envs.base.Mirror{why}",
+                  "None, or a Mirror of signed permutations that mirroring twice undoes",
+                  "build it with duorl.envs.base.Mirror(actor_obs, critic_obs, action) (docs/tasks.md)")
+
+
+def _check_episode_steps(spec: Any, task_cfg: TaskConfig, target: str) -> None:
+    """A package factory builds its task with task.max_episode_steps where the run sets it."""
+    want = task_cfg.max_episode_steps
+    if want is not None and spec.max_episode_steps != want:
+        raise ConfigError("task.max_episode_steps", want, f"the factory {target} ignores it: its task's spec says "
+                          f"max_episode_steps={spec.max_episode_steps}", "a factory that builds its task with "
+                          "cfg.max_episode_steps when it is set", f"pass cfg.max_episode_steps to the task in {target} "
+                          "(docs/tasks.md), or remove the key")
 
 
 def check_symmetry(spec: Any, use_symmetry: bool) -> None:

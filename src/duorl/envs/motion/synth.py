@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from typing import Optional
 
 import mujoco
@@ -139,7 +140,11 @@ def synthesize(model: Optional[mujoco.MjModel] = None, seconds: float = DEFAULT_
     d.qpos[:] = g1.default_qpos()
     ik = _LegIK(m, d)
     leg_idx = np.array([g1.JOINT_NAMES.index(j) for leg in LEGS for j in leg])
+    t_report = time.monotonic() + PROGRESS_S
     for k in range(n):
+        if time.monotonic() >= t_report:  # long work says how far it is
+            print(f"duorl: motion synth: frame {k:,} of {n:,}", file=sys.stderr, flush=True)
+            t_report += PROGRESS_S
         d.qpos[0:3], d.qpos[3:7] = root_pos[k], root_quat[k]
         # the legs start from the previous frame's solution (d.qpos keeps it)
         residual = ik.solve()
@@ -155,6 +160,13 @@ def synthesize(model: Optional[mujoco.MjModel] = None, seconds: float = DEFAULT_
     return ClipKinematics(m).build(traj, rates).validate("synthetic clip")
 
 
+# the longest clip `duorl motion synth` writes: one hour at 50 fps. Measured on the 2-core dev machine under
+# other agents' load (benchmarks/2026-12-02_fault_round4_cpu/bad_input.md): 60 s in 2.4 s (5.4 MB), 3600 s in
+# 108 s; beyond it a typo (--seconds 1e9) asked for a 373 GiB array, and --seconds 100000 ran 20 minutes unsaid
+MAX_FRAMES = 180_001
+PROGRESS_S = 10.0  # a long synthesis says how far it is this often
+
+
 def synth_command(out: str, seconds: float = DEFAULT_SECONDS, fps: float = DEFAULT_FPS,
                   robot_xml: Optional[str] = None) -> int:
     """`duorl motion synth OUT.npz`: write the synthetic clip. Exit code."""
@@ -166,6 +178,13 @@ def synth_command(out: str, seconds: float = DEFAULT_SECONDS, fps: float = DEFAU
     if not (math.isfinite(seconds) and seconds >= MIN_CLIP_SECONDS and math.isfinite(fps) and fps > 0):
         print(f"error: --seconds={seconds:g} --fps={fps:g}: a clip lasts at least {MIN_CLIP_SECONDS:g} s (a shorter one "
               "cannot train: docs/motion.md) at a frame rate > 0. Fix: e.g. --seconds 10 --fps 50", file=sys.stderr)
+        return 2
+    frames = int(round(seconds * fps)) + 1
+    if frames > MAX_FRAMES:
+        longest = (MAX_FRAMES - 1) / fps
+        print(f"error: --seconds={seconds:g} --fps={fps:g}: {frames:,} frames, more than the {MAX_FRAMES:,} a "
+              f"synthetic clip may have (one hour at 50 fps; docs/motion.md). Fix: --seconds {longest:g} or less at "
+              f"--fps {fps:g}", file=sys.stderr)
         return 2
     try:
         clip = synthesize(g1.load(robot_xml), seconds, fps)

@@ -29,7 +29,7 @@ class G1Config(TaskConfig):
 
     robot_xml: Optional[str] = setting(
         None, "G1 tasks: the model file; null = DUORL_G1_XML, an installed mjlab, or the cache of duorl assets g1",
-        free_form=True, allowed="null or a path")
+        free_form=True, path=True, allowed="null or a path")
     # "pd" is mjlab's choice; "joint_limits" the published FastSAC G1 actor's scaling
     action_range: str = setting(
         "pd", "G1 tasks: what an action of +-1 means: pd = +-0.25 * effort / kp about the standing pose, "
@@ -52,4 +52,4 @@ class G1TrackingConfig(G1Config):
 
     motion_file: Optional[str] = setting(
         None, "g1_motion_tracking: reference clip (.npz or .csv, docs/motion.md); null = the synthetic clip",
-        free_form=True, allowed="null or a path")
+        free_form=True, path=True, allowed="null or a path")

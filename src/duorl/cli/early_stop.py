@@ -1,0 +1,45 @@
+"""A stop before the run directory exists ends `duorl train` at once (docs/exit_codes.md): while the
+configuration loads and the task's checks run (a task factory may take a minute), the first SIGINT or
+SIGTERM abandons the work in progress, through the stop request's interruptible phase
+(runtime/stop_signals.py), instead of waiting for its end. Nothing was written: exit 0."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Iterator
+
+PHASE = "checking the run's inputs"
+STOPPED = "duorl: stopped before the run started (nothing was written)"
+
+
+class StoppedEarly(Exception):
+    """A stop arrived during the checks; the command says so and exits 0."""
+
+
+@contextlib.contextmanager
+def stops_at_once() -> Iterator[None]:
+    """For the duration, a stop signal abandons the work at once (StoppedEarly once it reaches here)."""
+    from duorl.runtime.stop_signals import STOP_REQUEST  # stdlib only: no torch for a refusal
+
+    if not STOP_REQUEST.listening:  # no handler of duorl's (a test calling main()): nothing to interrupt
+        yield
+        return
+    try:
+        with STOP_REQUEST.phases(lambda: PHASE):
+            if STOP_REQUEST():  # a signal that came before this point
+                raise StoppedEarly()
+            yield
+    except BaseException as e:
+        # the handler raised it, importing runtime.control (torch) then: checking costs nothing before
+        if "duorl.runtime.control" in sys.modules:
+            from duorl.runtime.control import PhaseInterrupted
+
+            if isinstance(e, PhaseInterrupted):
+                raise StoppedEarly() from e
+        raise
+
+
+def say_stopped() -> int:
+    print(STOPPED, file=sys.stderr, flush=True)
+    return 0
