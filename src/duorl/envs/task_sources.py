@@ -225,9 +225,12 @@ class MjlabSource(TaskSource):
     task_id: str = ""
 
     def check(self, task_cfg: TaskConfig) -> None:
-        """mjlab installed and the id known (its spec, which builds the task once, is checked when a run asks
-        for it, still before anything of the run is built)."""
-        _mjlab_task(self.name)
+        """Its family's keys (a required clip) before mjlab is imported, mjlab installed and the id known, then
+        the family's check against mjlab's configuration (a clip against the robot); its spec, which builds
+        the task once, is checked when a run asks for it, still before anything of the run is built."""
+        mjlab_family.check_inputs(self.task_id, task_cfg)
+        adapter, task_id = _mjlab_task(self.name)
+        adapter.check_inputs(task_id, task_cfg)
 
     def spec(self, task_cfg: TaskConfig) -> EnvSpec:
         adapter, task_id = _mjlab_task(self.name)

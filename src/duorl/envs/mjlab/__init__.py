@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from duorl.envs.mjlab.vec_env import MjlabVecEnv
 
 
-__all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "task_spec", "make_vec_env"]
+__all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "check_inputs", "task_spec", "make_vec_env"]
 
 
 def task_ids() -> list[str]:
@@ -28,6 +28,18 @@ def task_ids() -> list[str]:
     from duorl.envs.mjlab.loader import registry
 
     return list(registry().list_tasks())
+
+
+def check_inputs(task_id: str, task_cfg: TaskConfig) -> None:
+    """Config validation's check of `task_id`'s family keys against mjlab's configuration of the task (a
+    tracking task's clip against its robot): ConfigError, nothing built; a task of no family: nothing."""
+    from duorl.envs.mjlab.family import check_inputs as check_family, family_of
+
+    if family_of(task_id) is None:
+        return
+    from duorl.envs.mjlab.loader import registry
+
+    check_family(task_id, task_cfg, registry().load_env_cfg(task_id))
 
 
 def task_spec(task_id: str, task_cfg: TaskConfig) -> EnvSpec:
