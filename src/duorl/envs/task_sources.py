@@ -432,9 +432,13 @@ def task_catalog() -> TaskCatalog:
     return TaskCatalog(tuple(facts), ALLOWED, DEFAULT_TASK, tuple(notes))
 
 
+TRAINABLE = "trainable"
+
+
 @dataclass(frozen=True)
 class TaskEntry:
-    """One row of `duorl tasks`: sizes, or the reason the task cannot be loaded."""
+    """One row of `duorl tasks`: sizes and `status` (`trainable`, or why not); `error` where a registered
+    task or package cannot be loaded (the listing's exit code 1)."""
 
     name: str
     source: str
@@ -442,20 +446,26 @@ class TaskEntry:
     critic_obs_dim: int | None = None
     action_dim: int | None = None
     mirror: bool = False
+    status: str = TRAINABLE
     error: str | None = None
+
+
+def _broken(name: str, source: str, error: str) -> TaskEntry:
+    return TaskEntry(name, source, status=f"cannot be loaded: {error}", error=error)
 
 
 def _entry(name: str, source: str, spec_of: Callable[[], Any]) -> TaskEntry:
     try:
         spec = spec_of()
     except Exception as e:  # noqa: BLE001 - a listing shows a broken task, it does not stop at it
-        return TaskEntry(name, source, error=_first_line(e))
+        return _broken(name, source, _first_line(e))
     return TaskEntry(name, source, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim, spec.mirror is not None)
 
 
-def list_tasks() -> tuple[list[TaskEntry], list[str]]:
-    """Every task duorl can train here (builtin, entry points, mjlab's when installed) and notes
-    (one line each, e.g. that mjlab is not installed). Specs only: no simulation is built."""
+def list_tasks(refresh: bool = False) -> tuple[list[TaskEntry], list[str]]:
+    """Every task duorl can train here (builtin, entry points, mjlab's when installed: from its cache
+    unless `refresh`) and notes (one line each, e.g. that mjlab is not installed). Specs only: no
+    simulation is built (mjlab's sizes need one env of each task, built when its cache is)."""
     entries: list[TaskEntry] = []
     eps = _entry_points()
     for name in task_names():
@@ -464,7 +474,7 @@ def list_tasks() -> tuple[list[TaskEntry], list[str]]:
         except ConfigError as e:  # an ambiguous name, or an entry point whose factory does not load
             one = eps.get(name, [])
             label = f"entry point {_dist_name(one[0])}" if len(one) == 1 and name not in BUILTIN else "?"
-            entries.append(TaskEntry(name, label, error=e.problem))
+            entries.append(_broken(name, label, e.problem))
             continue
         entries.append(_entry(name, source.label, lambda: source.spec(source.config())))
     notes: list[str] = []
@@ -473,7 +483,7 @@ def list_tasks() -> tuple[list[TaskEntry], list[str]]:
     except InputRefused:
         notes.append(f"mjlab: not installed ({mjlab_family.INSTALL})")
     else:
-        for task_id in adapter.task_ids():
-            source = _mjlab_source(mjlab_family.PREFIX + task_id)
-            entries.append(_entry(source.name, "mjlab", lambda: adapter.task_spec(task_id, source.config())))
+        for row in adapter.task_rows(refresh):
+            entries.append(TaskEntry(row.name, row.source, row.actor_obs_dim, row.critic_obs_dim, row.action_dim,
+                                     False, row.status, row.error))
     return entries, notes

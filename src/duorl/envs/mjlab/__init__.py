@@ -10,7 +10,7 @@ without mjlab (its prefix, install command, facts and keys) is `family.py`. docs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from duorl.envs.mjlab.family import INSTALL, PREFIX, check_installed
 
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from duorl.envs.mjlab.vec_env import MjlabVecEnv
 
 
-__all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "check_inputs", "task_spec", "make_vec_env"]
+__all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "check_inputs", "task_rows", "task_spec",
+           "make_vec_env"]
 
 
 def task_ids() -> list[str]:
@@ -28,6 +29,15 @@ def task_ids() -> list[str]:
     from duorl.envs.mjlab.loader import registry
 
     return list(registry().list_tasks())
+
+
+def task_rows(refresh: bool = False) -> list[Any]:
+    """`duorl tasks`' rows of mjlab's registry (envs/mjlab/listing.MjlabRow: name, source, status, sizes,
+    error), from the cache of this mjlab version unless `refresh` (or it is stale): then mjlab is imported
+    and every task built once."""
+    from duorl.envs.mjlab.listing import mjlab_rows
+
+    return mjlab_rows(refresh)[0]
 
 
 def check_inputs(task_id: str, task_cfg: TaskConfig) -> None:

@@ -32,6 +32,15 @@ TICK_EAGER_REASON = "mjlab's step reads device values on the host (done envs, te
 TICK_COMPILE_REASON = "an mjlab task's step is mjlab's"
 
 
+class NotTrainable(InputRefused):
+    """A task duorl cannot train, known from its configuration; `status` says why in a few words (the
+    listing's status column: `camera observations`, `action term <type>`)."""
+
+    def __init__(self, message: str, status: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def check_installed() -> None:
     """InputRefused naming the install command when mjlab is not importable (nothing is imported)."""
     if importlib.util.find_spec("mjlab") is None:
