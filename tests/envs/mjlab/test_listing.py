@@ -17,17 +17,7 @@ import pytest
 from duorl.envs.mjlab import listing
 from duorl.envs.mjlab.listing import MjlabRow
 from tests.envs.fake_tasks import fake_distribution
-
-ROOT = Path(__file__).resolve().parents[3]
-EXAMPLE = ROOT / "examples" / "duorl-example-mjlab-task"
-EXAMPLE_DIST = "duorl-example-mjlab-task"
-
-
-def example_site(site: Path) -> str:
-    """PYTHONPATH that makes the example package importable and its entry point discoverable."""
-    fake_distribution(site, EXAMPLE_DIST, {"duorl_example_mjlab_task": "duorl_example_mjlab_task"}, group="mjlab.tasks")
-    return os.pathsep.join([str(ROOT / "src"), str(ROOT), str(EXAMPLE), str(site)])
-
+from tests.envs.mjlab.packages import EXAMPLE_DIST, ROOT, example_pythonpath
 
 def _env(pythonpath: str, cache: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": pythonpath, "DUORL_CACHE_DIR": str(cache)}
@@ -42,7 +32,7 @@ def _tasks(env: dict[str, str], *flags: str) -> tuple[subprocess.CompletedProces
 
 @pytest.mark.slow
 def test_every_row_has_a_status_and_a_warm_listing_is_fast(tmp_path):
-    env = _env(example_site(tmp_path / "site"), tmp_path / "cache")
+    env = _env(example_pythonpath(tmp_path / "site"), tmp_path / "cache")
     cold, cold_s = _tasks(env)
     assert cold.returncode == 0, cold.stderr
     assert cold.stderr == "", cold.stderr  # no Warp CUDA line, no MULTICCD warning, no notes
