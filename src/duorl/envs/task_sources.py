@@ -136,6 +136,11 @@ class TaskSource:
         clip): warnings, one line each; ConfigError where an input cannot be used."""
         return []
 
+    def resume_restarts(self, task_cfg: TaskConfig) -> list[str]:
+        """What a resumed run of this task starts over although training depends on it (a curriculum its env
+        keeps outside duorl's checkpoint), one line each; [] by default."""
+        return []
+
     def preflight(self, task_cfg: TaskConfig, task: Task | None) -> list[str]:
         """The checks before any process is spawned, on `task` (make_task's, None for a whole VecEnv):
         its own `check()` (or `validate()`), whose warnings are returned."""
@@ -237,6 +242,10 @@ class MjlabSource(TaskSource):
         spec = adapter.task_spec(task_id, task_cfg)
         check_spec(spec, self.name)
         return spec
+
+    def resume_restarts(self, task_cfg: TaskConfig) -> list[str]:
+        adapter, task_id = _mjlab_task(self.name)
+        return adapter.resume_restarts(task_id, task_cfg)
 
     def make_vec_env(self, task_cfg: TaskConfig, sim_cfg: Any, num_envs: int, device: str, seed: int,
                      nan_guard: bool = True, nan_inject_step: int = -1, compile: bool = False,

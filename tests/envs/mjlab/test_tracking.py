@@ -93,6 +93,7 @@ def test_bad_clips_are_refused_before_mjlab_with_one_line_each(capsys, tmp_path,
     assert time.perf_counter() - t0 < 10
 
 
+@pytest.mark.slow  # imports mjlab: 10 s
 def test_a_clip_of_another_robot_or_rate_is_refused_before_any_env(capsys, tmp_path, clip, monkeypatch):
     """The checks against mjlab's configuration: joint and body counts and names, the control rate."""
     import duorl.envs.mjlab.loader as loader
@@ -119,6 +120,7 @@ def test_a_clip_of_another_robot_or_rate_is_refused_before_any_env(capsys, tmp_p
             assert text in err, (name, text, err)
 
 
+@pytest.mark.slow  # imports mjlab: 10 s
 def test_the_key_reaches_mjlabs_motion_command(clip):
     from duorl.envs.mjlab.loader import env_cfg
     from duorl.envs.task_sources import task_config

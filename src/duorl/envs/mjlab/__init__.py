@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 __all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "check_inputs", "task_rows", "task_spec",
-           "make_vec_env"]
+           "make_vec_env", "resume_restarts"]
 
 
 def task_ids() -> list[str]:
@@ -70,3 +70,11 @@ def make_vec_env(task_id: str, task_cfg: TaskConfig, num_envs: int, device: str,
     from duorl.envs.mjlab.vec_env import build_vec_env
 
     return build_vec_env(task_id, task_cfg, num_envs, device, seed, play, render, staged_step)
+
+
+def resume_restarts(task_id: str, task_cfg: TaskConfig) -> list[str]:
+    """What a resumed run of `task_id` starts over (its curriculum, adaptive sampling), one line each: mjlab
+    keeps it in the env, which duorl does not checkpoint (envs/mjlab/resume.py)."""
+    from duorl.envs.mjlab.resume import restarts
+
+    return restarts(task_id, task_cfg)
