@@ -93,21 +93,21 @@ def keys_without_help(cfg: TaskConfig) -> PendulumSwingup:
 keys_without_help.config_class = _BareKeys  # type: ignore[attr-defined]
 
 
-def fake_distribution(site: Path, name: str, entry_points: dict[str, str]) -> None:
+def fake_distribution(site: Path, name: str, entry_points: dict[str, str], group: str = "duorl.tasks") -> None:
     """An installed distribution as importlib.metadata finds it once `site` is on sys.path:
-    NAME-1.0.dist-info with these `duorl.tasks` entry points."""
+    NAME-1.0.dist-info with these entry points of `group`."""
     info = site / f"{name}-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
     lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[duorl.tasks]\n{lines}")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{lines}")
 
 
 MJLAB_IDS = ["Mjlab-Cartpole-Swingup", "Mjlab-Cartpole-Balance", "Mjlab-Velocity-Flat-Unitree-G1"]
 
 
 def fake_mjlab(monkeypatch: Any, calls: list, installed: bool = True) -> Any:
-    """duorl.envs.mjlab's contract (check_installed, task_ids, task_spec, make_vec_env) stood in by fakes on
+    """duorl.envs.mjlab's contract (check_installed, task_ids, task_rows, task_spec, make_vec_env) stood in by fakes on
     the real adapter module (monkeypatch: undone after the test); make_vec_env records its arguments in
     `calls`. `installed=False`: mjlab is missing. Returns the adapter."""
     import duorl.envs.mjlab as adapter
@@ -125,7 +125,13 @@ def fake_mjlab(monkeypatch: Any, calls: list, installed: bool = True) -> Any:
         calls.append((task_id, task_cfg.name, num_envs, device, seed, play, render))
         return "a VecEnv"
 
+    def task_rows(refresh: bool = False) -> list:
+        from duorl.envs.mjlab.listing import MjlabRow
+
+        return [MjlabRow(f"mjlab:{i}", "mjlab", "trainable", 5, 7, 1) for i in MJLAB_IDS]
+
     monkeypatch.setattr(adapter, "check_installed", check_installed)
+    monkeypatch.setattr(adapter, "task_rows", task_rows)
     monkeypatch.setattr(adapter, "task_ids", lambda: list(MJLAB_IDS))
     monkeypatch.setattr(adapter, "task_spec", task_spec)
     monkeypatch.setattr(adapter, "make_vec_env", make_vec_env)

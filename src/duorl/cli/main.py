@@ -135,16 +135,19 @@ def _add_tasks(sub: Any) -> None:
         description="Every task --task accepts here: builtin, registered by a `duorl.tasks` entry point, and "
                     "mjlab's when mjlab is installed, each with its actor and critic observation sizes, its action "
                     "size and its source (docs/tasks.md). Sizes come from each task's spec: no simulation is "
-                    "built. Any module path package.module:factory is accepted too. Exit 1 if a task cannot be "
-                    "loaded (its row says why).",
+                    "built. Any module path package.module:factory is accepted too. Every row has a status: "
+                    "trainable, or why not. Exit 1 only if a registered task or package cannot be loaded (its row "
+                    "says why).",
     )
     tasks.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+    tasks.add_argument("--refresh", action="store_true",
+                       help="rebuild the cached sizes of mjlab's tasks (kept per mjlab version in duorl's cache)")
 
 
 def _cmd_tasks(args: argparse.Namespace) -> int:
     from duorl.cli.tasks import tasks_main
 
-    return tasks_main(args.json)
+    return tasks_main(args.json, args.refresh)
 
 
 def _add_mps(sub: Any) -> None:

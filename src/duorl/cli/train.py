@@ -226,6 +226,10 @@ def _check(run: RunContext) -> int | None:
     checked = run.checked = _check_task(run, source, switches, verdict)
     if tr.resume:  # checked before the learner is built: a checkpoint this run cannot continue fails first
         checked.resume_state, checked.learner_state, checked.resumed_from = _load_resume(run)
+        if not checked.resumed_from["collector_state"]:  # the env starts afresh: say what of it training loses
+            checked.resumed_from["restarts"] = source.resume_restarts(cfg.task)
+            for line in checked.resumed_from["restarts"] if place.lead else ():
+                print(f"duorl: warning: training.resume: {line}", file=sys.stderr, flush=True)
     spec = checked.spec
     layout = ReplayLayout(tr.num_envs, cfg.algo.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
     place.agree(_memory_problem(run, layout.nbytes()), "checking memory for the replay ring and the networks")

@@ -146,6 +146,11 @@ class TaskSource:
         clip): warnings, one line each; ConfigError where an input cannot be used."""
         return []
 
+    def resume_restarts(self, task_cfg: TaskConfig) -> list[str]:
+        """What a resumed run of this task starts over although training depends on it (a curriculum its env
+        keeps outside duorl's checkpoint), one line each; [] by default."""
+        return []
+
     def preflight(self, task_cfg: TaskConfig, task: Task | None) -> list[str]:
         """The checks before any process is spawned, on `task` (make_task's, None for a whole VecEnv):
         its own `check()` (or `validate()`), whose warnings are returned."""
@@ -247,15 +252,22 @@ class MjlabSource(TaskSource):
     task_id: str = ""
 
     def check(self, task_cfg: TaskConfig) -> None:
-        """mjlab installed and the id known (its spec, which builds the task once, is checked when a run asks
-        for it, still before anything of the run is built)."""
-        _mjlab_task(self.name)
+        """Its family's keys (a required clip) before mjlab is imported, mjlab installed and the id known, then
+        the family's check against mjlab's configuration (a clip against the robot); its spec, which builds
+        the task once, is checked when a run asks for it, still before anything of the run is built."""
+        mjlab_family.check_inputs(self.task_id, task_cfg)
+        adapter, task_id = _mjlab_task(self.name)
+        adapter.check_inputs(task_id, task_cfg)
 
     def spec(self, task_cfg: TaskConfig) -> EnvSpec:
         adapter, task_id = _mjlab_task(self.name)
         spec = adapter.task_spec(task_id, task_cfg)
         check_spec(spec, self.name)
         return spec
+
+    def resume_restarts(self, task_cfg: TaskConfig) -> list[str]:
+        adapter, task_id = _mjlab_task(self.name)
+        return adapter.resume_restarts(task_id, task_cfg)
 
     def make_vec_env(self, task_cfg: TaskConfig, sim_cfg: Any, num_envs: int, device: str, seed: int,
                      nan_guard: bool = True, nan_inject_step: int = -1, compile: bool = False,
@@ -486,9 +498,13 @@ def task_catalog() -> TaskCatalog:
     return TaskCatalog(tuple(facts), ALLOWED, DEFAULT_TASK, tuple(notes))
 
 
+TRAINABLE = "trainable"
+
+
 @dataclass(frozen=True)
 class TaskEntry:
-    """One row of `duorl tasks`: sizes, or the reason the task cannot be loaded."""
+    """One row of `duorl tasks`: sizes and `status` (`trainable`, or why not); `error` where a registered
+    task or package cannot be loaded (the listing's exit code 1)."""
 
     name: str
     source: str
@@ -496,20 +512,26 @@ class TaskEntry:
     critic_obs_dim: int | None = None
     action_dim: int | None = None
     mirror: bool = False
+    status: str = TRAINABLE
     error: str | None = None
+
+
+def _broken(name: str, source: str, error: str) -> TaskEntry:
+    return TaskEntry(name, source, status=f"cannot be loaded: {error}", error=error)
 
 
 def _entry(name: str, source: str, spec_of: Callable[[], Any]) -> TaskEntry:
     try:
         spec = spec_of()
     except Exception as e:  # noqa: BLE001 - a listing shows a broken task, it does not stop at it
-        return TaskEntry(name, source, error=_first_line(e))
+        return _broken(name, source, _first_line(e))
     return TaskEntry(name, source, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim, spec.mirror is not None)
 
 
-def list_tasks() -> tuple[list[TaskEntry], list[str]]:
-    """Every task duorl can train here (builtin, entry points, mjlab's when installed) and notes
-    (one line each, e.g. that mjlab is not installed). Specs only: no simulation is built."""
+def list_tasks(refresh: bool = False) -> tuple[list[TaskEntry], list[str]]:
+    """Every task duorl can train here (builtin, entry points, mjlab's when installed: from its cache
+    unless `refresh`) and notes (one line each, e.g. that mjlab is not installed). Specs only: no
+    simulation is built (mjlab's sizes need one env of each task, built when its cache is)."""
     entries: list[TaskEntry] = []
     eps = _entry_points()
     for name in task_names():
@@ -518,7 +540,7 @@ def list_tasks() -> tuple[list[TaskEntry], list[str]]:
         except ConfigError as e:  # an ambiguous name, or an entry point whose factory does not load
             one = eps.get(name, [])
             label = f"entry point {_dist_name(one[0])}" if len(one) == 1 and name not in BUILTIN else "?"
-            entries.append(TaskEntry(name, label, error=e.problem))
+            entries.append(_broken(name, label, e.problem))
             continue
         entries.append(_entry(name, source.label, lambda: source.spec(source.config())))
     notes: list[str] = []
@@ -527,7 +549,7 @@ def list_tasks() -> tuple[list[TaskEntry], list[str]]:
     except InputRefused:
         notes.append(f"mjlab: not installed ({mjlab_family.INSTALL})")
     else:
-        for task_id in adapter.task_ids():
-            source = _mjlab_source(mjlab_family.PREFIX + task_id)
-            entries.append(_entry(source.name, "mjlab", lambda: adapter.task_spec(task_id, source.config())))
+        for row in adapter.task_rows(refresh):
+            entries.append(TaskEntry(row.name, row.source, row.actor_obs_dim, row.critic_obs_dim, row.action_dim,
+                                     False, row.status, row.error))
     return entries, notes

@@ -105,7 +105,7 @@ def test_resume_continues_from_a_checkpoint(cartpole_run, tmp_path):
     assert s["status"] == "completed" and s["iterations"] == 6
     origin = s["runtime_manifest"]["resumed_from"]
     # an mjlab env keeps no state duorl can restore: the resumed run starts new episodes
-    assert origin["iteration"] == 4 and origin["collector_state"] is False
+    assert origin["iteration"] == 4 and origin["collector_state"] is False and origin["restarts"] == []
     assert [row["iteration"] for row in _rows(resumed)] == [5, 6]
 
 

@@ -10,7 +10,7 @@ without mjlab (its prefix, install command, facts and keys) is `family.py`. docs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from duorl.envs.mjlab.family import INSTALL, PREFIX, check_installed
 
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from duorl.envs.mjlab.vec_env import MjlabVecEnv
 
 
-__all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "task_spec", "make_vec_env"]
+__all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "check_inputs", "task_rows", "task_spec",
+           "make_vec_env", "resume_restarts"]
 
 
 def task_ids() -> list[str]:
@@ -28,6 +29,27 @@ def task_ids() -> list[str]:
     from duorl.envs.mjlab.loader import registry
 
     return list(registry().list_tasks())
+
+
+def task_rows(refresh: bool = False) -> list[Any]:
+    """`duorl tasks`' rows of mjlab's registry (envs/mjlab/listing.MjlabRow: name, source, status, sizes,
+    error), from the cache of this mjlab version unless `refresh` (or it is stale): then mjlab is imported
+    and every task built once."""
+    from duorl.envs.mjlab.listing import mjlab_rows
+
+    return mjlab_rows(refresh)[0]
+
+
+def check_inputs(task_id: str, task_cfg: TaskConfig) -> None:
+    """Config validation's check of `task_id`'s family keys against mjlab's configuration of the task (a
+    tracking task's clip against its robot): ConfigError, nothing built; a task of no family: nothing."""
+    from duorl.envs.mjlab.family import check_inputs as check_family, family_of
+
+    if family_of(task_id) is None:
+        return
+    from duorl.envs.mjlab.loader import registry
+
+    check_family(task_id, task_cfg, registry().load_env_cfg(task_id))
 
 
 def task_spec(task_id: str, task_cfg: TaskConfig) -> EnvSpec:
@@ -48,3 +70,11 @@ def make_vec_env(task_id: str, task_cfg: TaskConfig, num_envs: int, device: str,
     from duorl.envs.mjlab.vec_env import build_vec_env
 
     return build_vec_env(task_id, task_cfg, num_envs, device, seed, play, render, staged_step)
+
+
+def resume_restarts(task_id: str, task_cfg: TaskConfig) -> list[str]:
+    """What a resumed run of `task_id` starts over (its curriculum, adaptive sampling), one line each: mjlab
+    keeps it in the env, which duorl does not checkpoint (envs/mjlab/resume.py)."""
+    from duorl.envs.mjlab.resume import restarts
+
+    return restarts(task_id, task_cfg)

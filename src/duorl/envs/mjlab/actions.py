@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from duorl.config.errors import InputRefused
+from duorl.envs.mjlab.family import NotTrainable
 
 # mjlab action term configuration class -> what a duorl action a in [-1, 1] becomes
 ACTION_MAPPINGS: dict[str, str] = {
@@ -28,11 +28,12 @@ ACTION_MAPPINGS: dict[str, str] = {
 
 
 def check_action_terms(task_id: str, cfg: Any) -> None:
-    """InputRefused for an action term whose type has no mapping above (a task's own ActionTerm: duorl
+    """NotTrainable (an InputRefused) for an action term whose type has no mapping above (a task's own ActionTerm: duorl
     cannot know what range it expects). Reads the configuration only."""
     for name, term in cfg.actions.items():
         kind = type(term).__name__
         if kind not in ACTION_MAPPINGS:
-            raise InputRefused(
+            raise NotTrainable(
                 f"mjlab:{task_id}: its action term '{name}' is a {kind}, and duorl maps its actions in [-1, 1] only to "
-                f"{', '.join(sorted(ACTION_MAPPINGS))} (docs/tasks.md, mjlab tasks). Fix: use one of those term types")
+                f"{', '.join(sorted(ACTION_MAPPINGS))} (docs/tasks.md, mjlab tasks). Fix: use one of those term types",
+                f"action term {kind}")

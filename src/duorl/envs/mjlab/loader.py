@@ -6,13 +6,51 @@ import contextlib
 import io
 import math
 import os
+import sys
+from dataclasses import dataclass
 from typing import Any
 
 from duorl.config.errors import InputRefused
 
 
+# mjlab's own registration mechanism for a package's tasks: an entry point of this group, loaded (imported)
+# by `import mjlab` (mjlab/__init__.py), whose module calls mjlab.tasks.registry.register_mjlab_task
+ENTRY_POINT_GROUP = "mjlab.tasks"
+
+
+@dataclass(frozen=True)
+class TaskPackage:
+    """One `mjlab.tasks` entry point: its name and value, its distribution, the ids it registered, or the
+    first line of the error its import raised."""
+
+    name: str
+    value: str
+    dist: str
+    task_ids: tuple[str, ...] = ()
+    error: str | None = None
+
+
+_packages: list[TaskPackage] | None = None
+
+
+class _WithoutTaskPackages:
+    """importlib.metadata.entry_points() as mjlab sees it while duorl imports it: no `mjlab.tasks` group."""
+
+    def __init__(self, eps: Any) -> None:
+        self._eps = eps
+
+    def select(self, **params: Any) -> Any:
+        import importlib.metadata as metadata
+
+        return metadata.EntryPoints(()) if params.get("group") == ENTRY_POINT_GROUP else self._eps.select(**params)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._eps, name)
+
+
 def registry() -> Any:
-    """mjlab.tasks.registry with every task of mjlab (and of packages on mjlab's entry points) registered."""
+    """mjlab.tasks.registry with every task of mjlab and of the packages on mjlab's entry points registered
+    (`task_packages()` says which package registered which)."""
     from duorl.envs.mjlab.family import INSTALL, check_installed
 
     check_installed()
@@ -23,7 +61,7 @@ def registry() -> Any:
     # user's choice
     gl = os.environ.get("MUJOCO_GL")
     try:
-        import mjlab.tasks  # noqa: F401 - registers the tasks
+        _import_mjlab()
         from mjlab.tasks import registry as reg
     except ImportError as e:
         raise InputRefused(f"mjlab is installed but does not import ({type(e).__name__}: {e}). Fix: {INSTALL}") from None
@@ -36,6 +74,47 @@ def registry() -> Any:
 
     quiet_warp()
     return reg
+
+
+def task_packages() -> list[TaskPackage]:
+    """The `mjlab.tasks` entry points and what each registered (after registry())."""
+    registry()
+    return list(_packages or [])
+
+
+def _import_mjlab() -> None:
+    """`import mjlab.tasks`, with the packages on mjlab's entry points loaded here, one by one, as mjlab
+    itself would load them, so that each package's ids and import error are known (mjlab prints a failed
+    package's traceback and goes on; duorl names it). Where mjlab was imported before, it loaded them
+    itself: each is loaded again (a failed one fails again) and its ids stay unattributed."""
+    global _packages
+    if _packages is not None:
+        return
+    import importlib.metadata as metadata
+
+    fresh = "mjlab" not in sys.modules
+    real = metadata.entry_points
+    if fresh:  # mjlab reads them as `importlib.metadata.entry_points().select(group=...)` as it is imported
+        metadata.entry_points = lambda *a, **k: real(*a, **k) if a or k else _WithoutTaskPackages(real())  # type: ignore
+    try:
+        import mjlab.tasks  # noqa: F401 - registers mjlab's own tasks
+    finally:
+        metadata.entry_points = real  # type: ignore[assignment]
+    from mjlab.tasks import registry as reg
+
+    packages = []
+    for ep in real(group=ENTRY_POINT_GROUP):
+        before = set(reg.list_tasks())
+        dist = ep.dist.name if getattr(ep, "dist", None) is not None else "?"
+        try:
+            ep.load()
+        except Exception as e:  # noqa: BLE001 - a package's error, named in the listing
+            text = str(e).strip().splitlines()
+            packages.append(TaskPackage(ep.name, ep.value, dist, error=f"{type(e).__name__}: {text[0] if text else ''}"))
+            continue
+        packages.append(TaskPackage(ep.name, ep.value, dist, tuple(i for i in reg.list_tasks() if i not in before)
+                                    if fresh else ()))
+    _packages = packages
 
 
 def env_cfg(task_id: str, task_cfg: Any, num_envs: int, seed: int, play: bool = False) -> Any:

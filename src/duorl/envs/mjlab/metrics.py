@@ -9,11 +9,15 @@ its mean over an episode that runs to the time limit equals mjlab's logged value
                               terms are left out
   Episode_Termination/<term>  1 where this (non-time-out) term ended the env's episode at this step: the
                               fraction of episodes per step it ends (mjlab logs the count per reset)
+  Curriculum/<term>/mean      a terrain curriculum's level of each env (its terrain row; mjlab's term,
+                              e.g. terrain_levels_vel, logs their mean at each reset); other curriculum
+                              terms (the velocity stages: ranges) are not per env and stay unlogged
   Metrics/<command>/<metric>  the command's metric as it stands after the step (mjlab logs it at the
                               reset; a command that accumulates over the episode, the velocity command's
                               error_vel_*, shows its running sum)
   Episode_Metrics/<term>      the metrics manager's value of the step
-At most MAX_TASK_METRICS rows, taken in that order; task_spec names the rest on stderr.
+At most MAX_TASK_METRICS rows, taken in the order rewards, terminations, curriculum, commands, metrics;
+task_spec names the rest on stderr.
 """
 
 from __future__ import annotations
@@ -44,6 +48,22 @@ def _command(command: str, metric: str) -> Callable[[Any], torch.Tensor]:
     return lambda env: env.command_manager.get_term(command).metrics[metric].float()
 
 
+def _terrain_level(env: Any) -> torch.Tensor:
+    return env.scene.terrain.terrain_levels
+
+
+def terrain_curriculum(env: Any) -> str | None:
+    """The curriculum term that moves envs between terrain levels (mjlab's terrain_levels_* functions), when
+    the terrain is generated with a curriculum; None otherwise."""
+    terrain = getattr(env.scene, "terrain", None)
+    generator = getattr(getattr(terrain, "cfg", None), "terrain_generator", None)
+    if getattr(terrain, "terrain_levels", None) is None or not getattr(generator, "curriculum", False):
+        return None
+    cm = env.curriculum_manager
+    return next((n for n in getattr(cm, "active_terms", []) or []
+                 if getattr(cm.get_term_cfg(n).func, "__name__", "").startswith("terrain_levels")), None)
+
+
 def _metric(index: int) -> Callable[[Any], torch.Tensor]:
     return lambda env: env.metrics_manager._step_values[:, index]
 
@@ -59,6 +79,9 @@ def metric_rows(env: Any) -> tuple[list[MetricRow], tuple[str, ...]]:
     for name in tm.active_terms:
         if not tm.get_term_cfg(name).time_out:
             rows.append(MetricRow(f"Episode_Termination/{name}", _termination(name)))
+    term = terrain_curriculum(env)
+    if term is not None:
+        rows.append(MetricRow(f"Curriculum/{term}/mean", _terrain_level))
     cm = env.command_manager
     for command in getattr(cm, "active_terms", []) or []:
         for metric in cm.get_term(command).metrics:

@@ -16,6 +16,7 @@ from typing import Any
 
 from duorl.config.errors import InputRefused
 from duorl.envs.base import MAX_TASK_METRICS, EnvSpec
+from duorl.envs.mjlab.family import NotTrainable
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,9 @@ def obs_groups(task_id: str, cfg: Any) -> ObsGroups:
     actor = tuple(mapping.get("actor", ("actor",)))
     missing = [g for g in actor if g not in present]
     if missing:
-        raise InputRefused(f"mjlab:{task_id}: its actor reads observation groups {missing} that the task does not "
-                           f"define (it has {sorted(present)}); duorl cannot train it. Fix: pick another mjlab task")
+        raise NotTrainable(f"mjlab:{task_id}: its actor reads observation groups {missing} that the task does not "
+                           f"define (it has {sorted(present)}); duorl cannot train it. Fix: pick another mjlab task",
+                           "actor observation groups missing")
     critic = tuple(g for g in mapping.get("critic", ("critic",)) if g in present) or actor
     return ObsGroups(actor, critic)
 
@@ -53,10 +55,10 @@ def refuse_untrainable(task_id: str, cfg: Any, groups: ObsGroups) -> None:
         for term_name, term in cfg.observations[group].terms.items():
             sensor = (getattr(term, "params", None) or {}).get("sensor_name")
             if sensor in cameras:
-                raise InputRefused(
+                raise NotTrainable(
                     f"mjlab:{task_id}: its observation group '{group}' holds camera images (term {term_name} reads the "
                     f"camera sensor {sensor}); duorl's actor and critic take flat float vectors. Fix: train a task "
-                    "without camera observations (e.g. the state-based mjlab:Mjlab-Lift-Cube-Yam)")
+                    "without camera observations (e.g. the state-based mjlab:Mjlab-Lift-Cube-Yam)", "camera observations")
     from duorl.envs.mjlab.actions import check_action_terms
 
     check_action_terms(task_id, cfg)
@@ -70,8 +72,9 @@ def flat_dim(task_id: str, env: Any, groups: tuple[str, ...]) -> int:
     for g in groups:
         dim = dims[g]
         if not concatenated[g] or not isinstance(dim, tuple) or len(dim) != 1:
-            raise InputRefused(f"mjlab:{task_id}: its observation group '{g}' is not one flat float vector (shape {dim}); "
-                               "duorl's actor and critic take flat float vectors. Fix: pick another mjlab task")
+            raise NotTrainable(f"mjlab:{task_id}: its observation group '{g}' is not one flat float vector (shape {dim}); "
+                               "duorl's actor and critic take flat float vectors. Fix: pick another mjlab task",
+                               "observations not flat vectors")
         total += int(dim[0])
     return total
 
@@ -79,13 +82,14 @@ def flat_dim(task_id: str, env: Any, groups: tuple[str, ...]) -> int:
 _cache: dict[tuple[str, tuple[Any, ...]], tuple[EnvSpec, tuple[str, ...]]] = {}
 
 
-def task_spec(task_id: str, task_cfg: Any) -> EnvSpec:
-    """See duorl.envs.mjlab.task_spec."""
+def task_spec(task_id: str, task_cfg: Any, note: bool = True) -> EnvSpec:
+    """See duorl.envs.mjlab.task_spec; `note`: name the logged terms beyond the Task/ rows on stderr (a
+    run's note; a listing leaves it out)."""
     key = (task_id, dataclasses.astuple(task_cfg))  # every task key may shape the env (a family's own too)
     if key not in _cache:
         _cache[key] = _build_spec(task_id, task_cfg)
         dropped = _cache[key][1]
-        if dropped:
+        if dropped and note:
             print(f"duorl: note: mjlab:{task_id} logs more terms than duorl's {MAX_TASK_METRICS} Task/ rows; "
                   f"not logged: {', '.join(dropped)} (docs/tasks.md, mjlab tasks)", file=sys.stderr, flush=True)
     return _cache[key][0]
