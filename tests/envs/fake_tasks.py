@@ -95,8 +95,9 @@ keys_without_help.config_class = _BareKeys  # type: ignore[attr-defined]
 
 def fake_distribution(site: Path, name: str, entry_points: dict[str, str], group: str = "duorl.tasks") -> None:
     """An installed distribution as importlib.metadata finds it once `site` is on sys.path:
-    NAME-1.0.dist-info with these entry points of `group`."""
-    info = site / f"{name}-1.0.dist-info"
+    NAME-1.0.dist-info with these entry points of `group` (the folder named as an installer names it, the
+    name's dashes as underscores: importlib.metadata reads the part before the first dash as the name)."""
+    info = site / f"{name.replace('-', '_')}-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
     lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
