@@ -8,7 +8,8 @@ their kernels are launched one by one into torch's graph instead of as a graph l
 solver runs its fixed iteration loop (its conditional while-loop would pause torch's capture; converged
 worlds skip the remaining iterations inside the kernels, so the worlds compute the same), and mjlab's
 TorchArray writes go to the current stream (mjlab sends them to warp's stream, which is not the one
-torch captures). The default CUDA generator is registered by torch itself: a replay draws what the
+torch captures), and a Python scalar written into an index set is made on the device (torch would copy
+it from the host). The default CUDA generator is registered by torch itself: a replay draws what the
 eager stretch would.
 
 `CpuReplayGraph` is the same contract on the CPU, where no CUDA graph exists: it runs the stretch once
@@ -303,6 +304,27 @@ def _torch_array_writes_on_current_stream() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _scalar_writes_from_the_device() -> Iterator[None]:
+    """mjlab writes Python scalars into index sets (`mask[env_ids] = True`, `buf[env_ids] = 0`): torch makes
+    the scalar a host tensor and copies it to the GPU, which a capture refuses (the copy is not pinned).
+    While capturing, a scalar written into a CUDA tensor is made on the device first (a fill of the
+    tensor's dtype: the same value index_put writes)."""
+    base = torch._C.TensorBase.__setitem__
+    saved = torch.Tensor.__setitem__
+
+    def setitem(self: torch.Tensor, idx: Any, value: Any) -> None:
+        if isinstance(value, (bool, int, float)) and self.is_cuda:
+            value = torch.full((), value, dtype=self.dtype, device=self.device)
+        base(self, idx, value)
+
+    torch.Tensor.__setitem__ = setitem  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        torch.Tensor.__setitem__ = saved  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
 def capture_settings(sim: Any, solver_loop: Any = None) -> Iterator[None]:
     """mjlab's Simulation as a capture needs it: its warp graphs set aside (kernels launched one by one), and
     MuJoCo Warp's solver loop either a while-node joined to the capture (`solver_loop`, a
@@ -315,7 +337,7 @@ def capture_settings(sim: Any, solver_loop: Any = None) -> Iterator[None]:
     if solver_loop is None:
         opt.graph_conditional = False
     try:
-        with _torch_array_writes_on_current_stream(), loop:
+        with _torch_array_writes_on_current_stream(), _scalar_writes_from_the_device(), loop:
             yield
     finally:
         sim.use_cuda_graph, opt.graph_conditional = saved
