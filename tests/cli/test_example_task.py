@@ -70,14 +70,16 @@ def test_duorl_tasks_lists_the_example(site: Path, monkeypatch: pytest.MonkeyPat
     listing = json.loads(capsys.readouterr().out)
     rows = {t["name"]: t for t in listing["tasks"]}
     assert rows[NAME] == {"name": NAME, "source": "entry point duorl-example-task", "actor_obs_dim": 4,
-                          "critic_obs_dim": 4, "action_dim": 2, "mirror": True, "error": None}
+                          "critic_obs_dim": 4, "action_dim": 2, "mirror": True, "status": "trainable",
+                          "error": None}
     assert rows["pendulum_swingup"]["source"] == "builtin"
     assert listing["notes"] == ["mjlab: not installed (pip install 'duorl[mjlab]')"]
     assert main(["tasks"]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split() == ["task", "actor", "obs", "critic", "obs", "action", "mirror", "source"]
+    assert table[0].split() == ["task", "actor", "obs", "critic", "obs", "action", "mirror", "source", "status"]
     line = next(x for x in table if x.startswith(NAME))
-    assert line.split() == [NAME, "4", "4", "2", "yes", "entry", "point", "duorl-example-task"]
+    assert line.split() == [NAME, "4", "4", "2", "yes", "entry", "point", "duorl-example-task",
+                           "trainable"]
     assert table[-1] == "mjlab: not installed (pip install 'duorl[mjlab]')"
     # its own key (ReachConfig, the factory's config_class) is listed under its name, and set like any key
     assert main(["config", "--keys"]) == 0

@@ -82,10 +82,18 @@ def test_an_invalid_device_on_one_torchrun_node_is_refused_on_every_node_in_seco
     try:
         pids = [p.pid for p in procs] + [d for p in procs for d in _descendants(p.pid)]
         (end0, err0), (end1, err1) = _ends(procs, t0, 60)
-        for err in (err0, err1):
+        for p, err in zip(procs, (err0, err1)):
             assert "error: rank 1 (" in err and "training.devices=[7]: no CUDA device visible" in err, err[-3000:]
-            assert re.search(r"exitcode\s*:\s*2", err), err[-3000:]
             assert "ValueError" not in err and "DistStoreError" not in err, err[-3000:]
+            assert p.returncode != 0, err[-3000:]
+        # torchrun's failure table names each rank's exit 2. The agent that hosts the rendezvous store
+        # prints it; the other one may poll the store after that agent has ended and die in torch's own
+        # RendezvousConnectionError first (a race of the two agents on a loaded machine), its rank's
+        # refusal already printed above
+        exits = [bool(re.search(r"exitcode\s*:\s*2", err)) for err in (err0, err1)]
+        assert any(exits), err0[-3000:]
+        for shown, err in zip(exits, (err0, err1)):
+            assert shown or "RendezvousConnectionError" in err, err[-3000:]
         # the refusal reaches node 0 through the agents' store, not through a timeout
         assert abs(end0 - end1) < 5, (end0, end1)
         assert not run_dir.exists()

@@ -48,11 +48,16 @@ def test_an_early_stop_request_ends_the_run_before_anything_is_written(sig, monk
     assert signal.getsignal(signal.SIGINT) is before and early_stop_signal() is None
 
 
-def test_a_second_ctrl_c_stops_at_once(monkeypatch, tmp_path, capsys) -> None:
+def test_a_second_ctrl_c_while_the_inputs_are_checked_stops_at_once(monkeypatch, tmp_path, capsys) -> None:
+    """The first Ctrl-C already abandons the checks (cli/early_stop.py); the second, the at-once escalation,
+    lands in the same window and must not turn that into a traceback or a half-written run. A double Ctrl-C
+    once the run has started: tests/runtime/test_killed_runs.py."""
+    from duorl.cli.early_stop import STOPPED
+
     _signalled_config(monkeypatch, signal.SIGINT, signal.SIGINT)
     assert main([*ARGV, f"training.log_dir={tmp_path / 'run'}"]) == 0
     err = capsys.readouterr().err
-    assert "duorl: interrupted" in err and "Traceback" not in err and not (tmp_path / "run").exists()
+    assert STOPPED in err and "Traceback" not in err and not (tmp_path / "run").exists()
 
 
 def test_a_rank_does_not_escalate_a_second_sigint() -> None:

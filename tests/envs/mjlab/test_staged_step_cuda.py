@@ -45,7 +45,10 @@ def _arrays(root: Any) -> dict[str, Any]:
             return
         if isinstance(obj, wp.array):
             if obj.size > 0:
-                out[path] = wp.to_torch(obj)
+                try:
+                    out[path] = wp.to_torch(obj)
+                except TypeError:  # an array of a warp struct (no torch dtype): constants of the model
+                    pass
             return
         if isinstance(obj, dict):
             for k, v in obj.items():
