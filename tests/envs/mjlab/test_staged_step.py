@@ -24,14 +24,15 @@ G1 = "Mjlab-Velocity-Flat-Unitree-G1"
 CARTPOLE = "Mjlab-Cartpole-Swingup"
 
 
-def _pair(task_id: str, num_envs: int, episode_steps: int, graphs: str, edit: Any = None) -> tuple[Any, Any]:
+def _pair(task_id: str, num_envs: int, episode_steps: int, graphs: str, edit: Any = None,
+          reset_graphs: bool | None = None) -> tuple[Any, Any]:
     """(mjlab's own step, the staged step) envs of `task_id` on Warp's CPU device, both built from seed 3;
     `edit(cfg)` changes mjlab's configuration of both (cheaper physics for the CPU)."""
-    return _pair_on("cpu", task_id, num_envs, episode_steps, graphs, edit)
+    return _pair_on("cpu", task_id, num_envs, episode_steps, graphs, edit, reset_graphs)
 
 
 def _pair_on(device: str, task_id: str, num_envs: int, episode_steps: int, graphs: str,
-             edit: Any = None) -> tuple[Any, Any]:
+             edit: Any = None, reset_graphs: bool | None = None) -> tuple[Any, Any]:
     """_pair on `device` (the GPU test's too)."""
     from duorl.envs.mjlab.loader import build_env, env_cfg
     from duorl.envs.mjlab.spec import describe, obs_groups
@@ -48,7 +49,7 @@ def _pair_on(device: str, task_id: str, num_envs: int, episode_steps: int, graph
         spec, rows, _ = describe(task_id, env, groups)
         envs.append(MjlabVecEnv(env, spec, groups.actor, groups.critic, rows, bool(cfg.is_finite_horizon)))
     eager, staged = envs
-    attach_staged_step(staged, required=True, graphs=graphs)
+    attach_staged_step(staged, required=True, graphs=graphs, reset_graphs=reset_graphs)
     return eager, staged
 
 
@@ -170,6 +171,23 @@ def test_cartpole_staged_step_equals_mjlabs_own_step(graphs, steps):
     assert counts["truncated"] == 4 * (steps // 25) and counts["steps_with_reset"] == steps // 25, counts
     graphs_run = [s["graph"] for s in state["stages"].values() if "runs" in s]
     assert graphs_run and all(graphs_run) if graphs == "cpu-replay" else not any(graphs_run), state["stages"]
+
+
+def test_cartpole_staged_step_with_the_reset_body_eager_equals_mjlabs_own_step():
+    """What CUDA runs by default (staged_step.RESET_GRAPHS_BY_MODE): the graph stages replayed, the reset
+    body mjlab's own _reset_idx between them."""
+    eager, staged = _pair(CARTPOLE, 4, 25, "cpu-replay", _cheap_cartpole, reset_graphs=False)
+    try:
+        counts = _lockstep(eager, staged, 75)
+        state = staged.staged.describe()
+    finally:
+        eager.close()
+        staged.close()
+    assert counts["truncated"] == 4 * 3 and counts["steps_with_reset"] == 3, counts
+    assert not state["reset_body"]["graph_per_count"] and state["reset_body"]["counts_seen"] == 0, state["reset_body"]
+    assert "RESET_GRAPHS_BY_MODE" in state["reset_body"]["eager_because"], state["reset_body"]
+    graphs_run = {name: s["graph"] for name, s in state["stages"].items() if "runs" in s}
+    assert graphs_run and all(graphs_run.values()) and "reset.tail" in graphs_run, state["stages"]
 
 
 @pytest.mark.slow

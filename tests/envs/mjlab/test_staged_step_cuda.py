@@ -129,7 +129,9 @@ def _resynced_lockstep(eager: Any, staged: Any, steps: int, tol: float) -> dict[
 
 @pytest.mark.parametrize("task_id,num_envs,episode,tol", [(CARTPOLE, 64, 25, 1e-5), (G1, 128, 40, CONTACT_TOL)])
 def test_captured_staged_step_equals_mjlabs_own_step_from_the_same_state(task_id, num_envs, episode, tol):
-    eager, staged = _pair_on("cuda:0", task_id, num_envs, episode, "cuda")
+    # the reset bodies as graphs too (off on CUDA by default: staged_step.RESET_GRAPHS_BY_MODE), so that
+    # every stage's capture is checked
+    eager, staged = _pair_on("cuda:0", task_id, num_envs, episode, "cuda", reset_graphs=True)
     try:
         worst = _resynced_lockstep(eager, staged, 300, tol)
         state = staged.staged.describe()
@@ -139,6 +141,7 @@ def test_captured_staged_step_equals_mjlabs_own_step_from_the_same_state(task_id
     captured = {name: s["graph"] for name, s in state["stages"].items() if "runs" in s}
     assert captured and all(captured.values()), state
     assert not state["notes"], state["notes"]
+    assert state["reset_body"]["graph_per_count"] and state["reset_body"]["captured"] >= 1, state["reset_body"]
     assert worst["resets"] >= 300 // episode * num_envs
     assert worst["flag_mismatches"] <= max(2, worst["resets"] // 100), worst
     assert worst["rng_mismatches"] == 0, worst

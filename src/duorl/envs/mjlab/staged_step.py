@@ -19,7 +19,8 @@ same ops run in the same order from the same random streams, in these stages (pe
   observe      [graph] sim.sense, the observation groups, duorl's wrapper (MjlabVecEnv.after_step:
                concatenation, Task/ rows, finiteness check, episode sums)
   reset        [eager] the curriculum (Python values) for the done envs, then
-  reset.k<n>   [graph, one per number n of done envs: the draws are sized by it] the rest of mjlab's
+  reset.k<n>   [graph, one per number n of done envs: the draws are sized by it; on CUDA only when asked,
+               RESET_GRAPHS_BY_MODE; else eager, mjlab's own _reset_idx] the rest of mjlab's
                _reset_idx (sim and scene reset, reset events, the managers' resets: graph_safe.py's where
                mjlab's read their logs to the host), then the curriculum's logs, eagerly
   reset.tail   [graph] write_data_to_sim, sim.forward, the commands' dt=0 update, sense, the observation
@@ -66,6 +67,11 @@ if TYPE_CHECKING:  # the contract, not MjlabVecEnv: vec_env imports this module
 
 MJLAB_VERSION = "1.6.0"  # the ManagerBasedRlEnv.step this module re-sequences
 MAX_RESET_GRAPHS = 64  # reset-body graphs kept (one per number of done envs)
+# A reset body's graph replays only when its number of done envs comes back. Measured on an H200 at 4096
+# G1 velocity envs (benchmarks/2026-12-03_mjlab_reset_graphs_h200/): 1 of 78 counts came back within 40
+# ticks, the first run of each under the capture guard, and the staged tick took 1.04x mjlab's own; with
+# the body eager 0.86x, and training 1.33x faster. So on CUDA the body is eager unless asked for.
+RESET_GRAPHS_BY_MODE = {"cuda": False, "cpu-replay": True, "none": False}
 GRAPH_MODES = ("none", "cuda", "cpu-replay")
 
 
@@ -124,7 +130,7 @@ class StagedStep:
     """The staged step of one MjlabVecEnv; see the module docstring. `graphs`: "cuda" (CUDA envs only),
     "cpu-replay" (CPU envs, tests) or "none" (every stage eager)."""
 
-    def __init__(self, vec: VecEnv, graphs: str) -> None:
+    def __init__(self, vec: VecEnv, graphs: str, reset_graphs: bool | None = None) -> None:
         if graphs not in GRAPH_MODES:
             raise ValueError(f"graphs={graphs!r}: one of {GRAPH_MODES}")
         env = vec.env
@@ -138,6 +144,7 @@ class StagedStep:
         if graphs == "cpu-replay" and self.device.type != "cpu":
             raise ValueError(f"graphs='cpu-replay' needs CPU envs, these step on {self.device}")
         self.graphs = graphs
+        self.reset_graphs = RESET_GRAPHS_BY_MODE[graphs] if reset_graphs is None else reset_graphs
         self.notes: list[str] = []
         from duorl.envs.mjlab.graph_safe import install
 
@@ -439,6 +446,8 @@ class StagedStep:
         env = self.env
         if self.graphs == "none":
             return "graphs='none': every stage runs eagerly"
+        if not self.reset_graphs:
+            return "reset graphs are off (RESET_GRAPHS_BY_MODE: few counts of done envs come back)"
         obs_why = self._observations_eager_reason()
         if obs_why is not None:
             return obs_why

@@ -201,15 +201,17 @@ def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed:
     return vec
 
 
-def attach_staged_step(vec: MjlabVecEnv, required: bool, graphs: str | None = None) -> None:
+def attach_staged_step(vec: MjlabVecEnv, required: bool, graphs: str | None = None,
+                       reset_graphs: bool | None = None) -> None:
     """Step `vec` through envs/mjlab/staged_step.py: its graph stages as CUDA graphs on CUDA, eagerly on
-    the CPU (`graphs` overrides: "none", "cuda", "cpu-replay"). A task it cannot stage keeps mjlab's own
+    the CPU (`graphs` overrides: "none", "cuda", "cpu-replay"; `reset_graphs`: the reset body as a graph per
+    number of done envs, None: staged_step.RESET_GRAPHS_BY_MODE). A task it cannot stage keeps mjlab's own
     step, with a note; `required` (sim.mjlab_staged_step=true) refuses it instead."""
     from duorl.envs.mjlab.staged_step import StagedStep, StagedStepUnsupported
 
     mode = graphs or ("cuda" if vec.device.type == "cuda" else "none")
     try:
-        vec.staged = StagedStep(vec, mode)
+        vec.staged = StagedStep(vec, mode, reset_graphs)
     except StagedStepUnsupported as e:
         if required:
             vec.close()
