@@ -331,3 +331,32 @@ def test_config_command_refuses_data_parallel_keys_on_one_device() -> None:
     assert info.value.key == "training.dp_timeout_s"
     assert "dp_timeout_s: 60.0" in config_listing(ALGO, TASK, "mujoco", ["training.dp_timeout_s=60",
                                                                           "training.devices=[cpu,cpu]"])
+
+
+@pytest.mark.parametrize("sim,overrides,key", [
+    ("mujoco", [], "sim.name"),
+    ("mjwarp", ["training.devices=[0]"], "training.devices"),
+    ("mjwarp", ["task.max_episode_steps=0"], "task.max_episode_steps"),
+])
+def test_an_mjlab_task_is_refused_for_what_needs_no_mjlab_before_mjlab_is_imported(sim, overrides, key):
+    """The task layer's check imports mjlab's registry (7-25 s on 2 cores); a wrong --sim, device or
+    bound is refused first, in a fresh interpreter with mjlab never imported."""
+    import subprocess
+
+    if key == "training.devices":
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("needs a machine without CUDA")
+    code = (
+        "import sys\n"
+        "from duorl.cli.configure import load_config\n"
+        "from duorl.config.errors import ConfigError\n"
+        "try:\n"
+        f"    load_config('sac', 'mjlab:Mjlab-Cartpole-Balance', {sim!r}, {overrides!r})\n"
+        "except ConfigError as e:\n"
+        "    print(e.key, 'mjlab' in sys.modules)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == [key, "False"], (r.stdout, r.stderr[-2000:])

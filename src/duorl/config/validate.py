@@ -166,13 +166,18 @@ def _check_tick_facts(cfg: Config, task: TaskFacts) -> None:
                           f"is {task.name}", "null or false", "remove sim.mjlab_staged_step")
 
 
-def _check_task_keys(cfg: Config, task: TaskFacts, p: "_Problems") -> None:
-    """The task layer's own check of the name and its keys (TaskFacts.check), then the rules its facts
-    set for the sim keys."""
-    if task.check is not None:
-        p.check(task.check, cfg.task)
+def _check_task_facts(cfg: Config, task: TaskFacts, p: "_Problems") -> None:
+    """The rules a task's facts set for the sim keys (known without importing the task's library)."""
     p.check(_check_task_sim, cfg, task, needs=("task.name", "sim.name"))
     p.check(_check_tick_facts, cfg, task, needs=("task.name",))
+
+
+def _check_task_keys(cfg: Config, task: TaskFacts, p: "_Problems") -> None:
+    """The task layer's own check of the name and its keys (TaskFacts.check). It may import the task's
+    library (mjlab's registry: 7-25 s), so it runs once every cheaper check has passed: a wrong --sim or
+    device is refused at once."""
+    if task.check is not None and not p.errors:
+        p.check(task.check, cfg.task)
 
 
 def _check_support(cfg: Config) -> None:
@@ -308,10 +313,11 @@ def validate(cfg: Config, task: TaskFacts, probe_devices: bool = True) -> Config
     its devices)."""
     p = _Problems()
     _check_settings(cfg, p)
-    _check_task_keys(cfg, task, p)
+    _check_task_facts(cfg, task, p)
     for check, needs in _CROSS_CHECKS:
         p.check(check, cfg, needs=needs)
     p.check(_check_devices, cfg, probe_devices, needs=("training.data_parallel",))
+    _check_task_keys(cfg, task, p)
     # these resolve the devices and the sim's device: only meaningful once names and devices are good
     if probe_devices and not p.bad("algo.name", "sim.name", "task.name", "training.devices", "training.data_parallel"):
         p.check(_check_graph, cfg)
