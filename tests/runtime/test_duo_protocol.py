@@ -222,6 +222,9 @@ def test_one_count_of_env_steps_everywhere(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     steps = 10 * 2 * 8
     assert f"completed 10 iterations, {steps} env steps" in r.stdout
+    # 20 steps of 200-step episodes: none ended, and the final line says so (issue #39)
+    final = next(line for line in r.stdout.splitlines() if line.startswith("duorl: completed"))
+    assert final.endswith("; no episode finished yet"), final
     rows = read_metrics(run / "metrics.jsonl")
     assert [row["env_steps"] for row in rows] == [row["iteration"] * 2 * 8 for row in rows] and rows[-1]["iteration"] == 10
     assert json.loads((run / "run_summary.json").read_text())["env_steps"] == steps

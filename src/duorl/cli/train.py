@@ -566,10 +566,11 @@ def _finish(run: RunContext, result: Any) -> int:
     extra.update(_after_training(run))
     env_steps = _total_env_steps(directory, result.env_steps)
     directory.finish(result.status, result.iterations, env_steps, result.wall_s, **extra)
-    ret = result.last_metrics.get("Train/mean_episode_return")
+    from duorl.telemetry.metrics_file import NO_EPISODE_YET, RETURN_KEY
+
+    ret = result.last_metrics.get(RETURN_KEY)
     msg = f"duorl: {result.status} {result.iterations} iterations, {env_steps:,} env steps in {result.wall_s:.1f} s"
-    if ret is not None:
-        msg += f"; mean episode return {ret:.2f}"
+    msg += f"; mean episode return {ret:.2f}" if ret is not None else f"; {NO_EPISODE_YET}"
     if result.wall_limited:
         msg += f" (stopped by training.max_wall_minutes={run.cfg.training.max_wall_minutes})"
     print(msg, flush=True)

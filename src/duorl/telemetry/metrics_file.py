@@ -7,6 +7,11 @@ import math
 from pathlib import Path
 from typing import Any
 
+RETURN_KEY = "Train/mean_episode_return"
+# what the console, the summary line and the plot say where no episode has ended (a run shorter than one
+# episode: the 200-step pendulum in its first 200 iterations)
+NO_EPISODE_YET = "no episode finished yet"
+
 
 def read_metrics(path: str | Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
     """All rows of a metrics.jsonl file, in file order.

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from duorl.telemetry.metrics_file import read_metrics
+from duorl.telemetry.metrics_file import NO_EPISODE_YET, RETURN_KEY, read_metrics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Panel:
 
 
 # (key, title) of the training curves that lead the page
-_HEAD = (("Train/mean_episode_return", "mean episode return"), ("Train/mean_episode_length", "mean episode length"))
+_HEAD = ((RETURN_KEY, "mean episode return"), ("Train/mean_episode_length", "mean episode length"))
 # where an iteration's time goes: one panel
 _TIMING = (("Perf/iteration_ms", "iteration"), ("Perf/learner_train_ms", "learner train"),
            ("Perf/collector_iteration_ms", "collector"))
@@ -231,9 +231,11 @@ def plot_learning_curves(run_dir: Path) -> Path | None:
     height = fig.get_figheight()
     fig.text(0.5, 1 - 0.08 / height, lines[0], ha="center", va="top", fontsize=13, fontweight="bold")
     fig.text(0.5, 1 - 0.36 / height, lines[1], ha="center", va="top", fontsize=9)
+    notes = [] if any(RETURN_KEY in r for r in rows) else [f"mean episode return: {NO_EPISODE_YET}"]
     if constant:
-        fig.text(0.5, 0.08 / height, "constant through the run (no panel): " + ", ".join(constant),
-                 ha="center", va="bottom", fontsize=8, color="0.35")
+        notes.append("constant through the run (no panel): " + ", ".join(constant))
+    if notes:
+        fig.text(0.5, 0.08 / height, "; ".join(notes), ha="center", va="bottom", fontsize=8, color="0.35")
     fig.tight_layout(rect=(0, bottom_in / height, 1, 1 - top_in / height))
     out = run_dir / "plots" / "learning_curves.png"
     out.parent.mkdir(exist_ok=True)

@@ -66,10 +66,11 @@ class RunDirectory:
             raise write_failed("metrics", self.path / "metrics.jsonl", e) from e
         self.total_env_steps = env_steps
         self.last = metrics
-        ret = metrics.get("Train/mean_episode_return")
+        from duorl.telemetry.metrics_file import NO_EPISODE_YET, RETURN_KEY
+
+        ret = metrics.get(RETURN_KEY)
         parts = [f"{metrics.get('Perf/env_steps_per_s', 0):,.0f} steps/s", f"{metrics['Perf/iteration_ms']:.1f} ms/it"]
-        if ret is not None:
-            parts.append(f"return {ret:.1f}")
+        parts.append(f"return {ret:.1f}" if ret is not None else NO_EPISODE_YET)
         self.progress.update(iteration, "  ".join(parts))
 
     def checkpoint(self, iteration: int, env_steps: int, final: bool, runtime_state: dict[str, Any]) -> None:
