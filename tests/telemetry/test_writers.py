@@ -105,3 +105,30 @@ def test_training_wandb_needs_the_extra_before_anything_is_built(monkeypatch: py
     with pytest.raises(ConfigError) as info:
         load_config("sac", "pendulum_swingup", "mujoco", ["training.wandb=true"])
     assert info.value.key == "training.wandb" and "pip install 'duorl[wandb]'" in info.value.fix
+
+
+def test_online_wandb_without_a_login_is_refused_before_anything_is_built(monkeypatch, tmp_path) -> None:
+    """Issue #39: training.wandb=true without a login left a half run directory. Now config loading refuses
+    it (no netrc entry, no WANDB_API_KEY); a login in the netrc file, the key, or offline mode passes."""
+    import duorl.config.extras as extras
+    from duorl.config.errors import ConfigError
+    from duorl.cli.configure import load_config
+
+    monkeypatch.setattr(extras, "wandb_installed", lambda: True)
+    for var in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    netrc_file = tmp_path / "netrc"
+    monkeypatch.setenv("NETRC", str(netrc_file))
+    online = ["training.wandb=true", f"training.log_dir={tmp_path / 'run'}"]
+    with pytest.raises(ConfigError) as info:
+        load_config("sac", "pendulum_swingup", "mujoco", online)
+    assert info.value.key == "training.wandb_mode" and "wandb login" in info.value.fix
+    assert "training.wandb_mode=offline" in info.value.fix and not (tmp_path / "run").exists()
+    netrc_file.write_text("machine api.wandb.ai\n  login user\n  password 0123456789abcdef\n")
+    netrc_file.chmod(0o600)
+    assert load_config("sac", "pendulum_swingup", "mujoco", online).training.wandb
+    netrc_file.unlink()
+    monkeypatch.setenv("WANDB_API_KEY", "0123456789abcdef")
+    assert load_config("sac", "pendulum_swingup", "mujoco", online).training.wandb
+    monkeypatch.delenv("WANDB_API_KEY")
+    assert load_config("sac", "pendulum_swingup", "mujoco", [*online, "training.wandb_mode=offline"]).training.wandb
