@@ -191,9 +191,9 @@ def test_a_frozen_learner_is_named_once_in_one_phase_within_the_stall_bound(tmp_
         ((elapsed, err),) = _ends([proc], t0, 120)
         final = summary(run_dir)
         assert final["failed_rank"] == 1 and final["failed_part"] == "learner" and final["failed_pid"] == victim, final
-        m = re.search(r"made no progress for [\d.]+ s in phase '([^']+)' \(bound (\d+) s: ([\w.]+)\)", final["error"])
+        m = re.search(r"made no progress for [\d.]+ s in phase '([^']+)' \(bound ([\d.]+) s: ([\w.]+)\)", final["error"])
         assert m, final["error"]
-        phase, found_bound, key = m.group(1), int(m.group(2)), m.group(3)
+        phase, found_bound, key = m.group(1), float(m.group(2)), m.group(3)
         assert final["failed_phase"] == phase
         if key == "training.stall_timeout_s":  # the steady bound itself, not twice it
             assert found_bound == bound, final["error"]

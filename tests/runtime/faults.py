@@ -199,7 +199,7 @@ def run_case(case: FaultCase, tmp: Path) -> Outcome:
 
 def _stall_bound(stderr: str) -> tuple[float, float]:
     """(the heartbeat age when the stall was called, the bound it exceeded) from the error line."""
-    m = re.search(r"made no progress for ([\d.]+) s in phase '[^']+' \(bound (\d+) s", stderr)
+    m = re.search(r"made no progress for ([\d.]+) s in phase '[^']+' \(bound ([\d.]+) s", stderr)
     assert m, stderr[-3000:]
     return float(m.group(1)), float(m.group(2))
 

@@ -191,8 +191,10 @@ class PeerWatch:
         age, bound = self.heartbeat_age_s(now), self.bound_s(phase)
         if age <= bound:
             return None
+        # the bound to a tenth, as the age (a measured bound such as 5.6 s must not read as 6 beside 5.7)
+        shown = f"{bound:.1f}".removesuffix(".0")
         return (f"the {self.peer} (pid {self.peer_pid}) made no progress for {age:.1f} s in phase '{phase}' "
-                f"(bound {bound:.0f} s: {self.bounds.key(phase)}); last progress: {self.progress()}")
+                f"(bound {shown} s: {self.bounds.key(phase)}); last progress: {self.progress()}")
 
     # -- wait_until's hooks -----------------------------------------------------------------------
     def enter(self) -> None:
