@@ -53,6 +53,17 @@ def _pair_on(device: str, task_id: str, num_envs: int, episode_steps: int, graph
     return eager, staged
 
 
+def _lockstep_pair(pair: tuple[Any, Any], steps: int) -> tuple[dict[str, int], dict[str, Any]]:
+    """`_lockstep` over a `_pair`'s envs for `steps` ticks, then the staged step's describe(); both envs closed."""
+    eager, staged = pair
+    try:
+        counts = _lockstep(eager, staged, steps)
+        return counts, staged.staged.describe()
+    finally:
+        eager.close()
+        staged.close()
+
+
 def _episode_steps(cfg: Any, steps: int) -> None:
     """Episodes of `steps` control steps whatever the edit made of the control step (as loader.env_cfg)."""
     import math
@@ -132,13 +143,7 @@ def _cheap_cartpole(cfg: Any) -> None:
 def test_g1_velocity_staged_step_replayed_equals_mjlabs_own_step():
     """300 ticks of the G1 velocity task, the staged step's graph stages replayed: pushes, command
     resampling, falls and time-outs happen inside them, and every output is bitwise mjlab's own."""
-    eager, staged = _pair(G1, 3, 60, "cpu-replay", _cheap_g1)
-    try:
-        counts = _lockstep(eager, staged, 300)
-        state = staged.staged.describe()
-    finally:
-        eager.close()
-        staged.close()
+    counts, state = _lockstep_pair(_pair(G1, 3, 60, "cpu-replay", _cheap_g1), 300)
     # every graph stage was captured and replayed (none fell back to eager), and the reset bodies of the
     # counts of done envs that came back more than once
     graphs = {name: s for name, s in state["stages"].items() if "runs" in s}
@@ -161,13 +166,7 @@ def test_g1_velocity_staged_step_replayed_equals_mjlabs_own_step():
 ])
 def test_cartpole_staged_step_equals_mjlabs_own_step(graphs, steps):
     """The same comparison on the swing-up (no commands, no sensors), 25-tick episodes."""
-    eager, staged = _pair(CARTPOLE, 4, 25, graphs, _cheap_cartpole)
-    try:
-        counts = _lockstep(eager, staged, steps)
-        state = staged.staged.describe()
-    finally:
-        eager.close()
-        staged.close()
+    counts, state = _lockstep_pair(_pair(CARTPOLE, 4, 25, graphs, _cheap_cartpole), steps)
     assert counts["truncated"] == 4 * (steps // 25) and counts["steps_with_reset"] == steps // 25, counts
     graphs_run = [s["graph"] for s in state["stages"].values() if "runs" in s]
     assert graphs_run and all(graphs_run) if graphs == "cpu-replay" else not any(graphs_run), state["stages"]
@@ -176,13 +175,7 @@ def test_cartpole_staged_step_equals_mjlabs_own_step(graphs, steps):
 def test_cartpole_staged_step_with_the_reset_body_eager_equals_mjlabs_own_step():
     """What CUDA runs by default (staged_step.RESET_GRAPHS_BY_MODE): the graph stages replayed, the reset
     body mjlab's own _reset_idx between them."""
-    eager, staged = _pair(CARTPOLE, 4, 25, "cpu-replay", _cheap_cartpole, reset_graphs=False)
-    try:
-        counts = _lockstep(eager, staged, 75)
-        state = staged.staged.describe()
-    finally:
-        eager.close()
-        staged.close()
+    counts, state = _lockstep_pair(_pair(CARTPOLE, 4, 25, "cpu-replay", _cheap_cartpole, reset_graphs=False), 75)
     assert counts["truncated"] == 4 * 3 and counts["steps_with_reset"] == 3, counts
     assert not state["reset_body"]["graph_per_count"] and state["reset_body"]["counts_seen"] == 0, state["reset_body"]
     assert "RESET_GRAPHS_BY_MODE" in state["reset_body"]["eager_because"], state["reset_body"]
@@ -193,13 +186,7 @@ def test_cartpole_staged_step_with_the_reset_body_eager_equals_mjlabs_own_step()
 @pytest.mark.slow
 def test_g1_velocity_staged_step_eager_equals_mjlabs_own_step():
     """What the CPU runs with sim.mjlab_staged_step=true: every stage eager, equal to mjlab's own step."""
-    eager, staged = _pair(G1, 2, 20, "none", _cheap_g1)
-    try:
-        counts = _lockstep(eager, staged, 60)
-        state = staged.staged.describe()
-    finally:
-        eager.close()
-        staged.close()
+    counts, state = _lockstep_pair(_pair(G1, 2, 20, "none", _cheap_g1), 60)
     assert counts["steps_with_reset"] >= 3, counts
     assert not any(s.get("graph") for s in state["stages"].values())
 
