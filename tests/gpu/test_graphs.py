@@ -46,10 +46,15 @@ def _learner(kind: str, seed: int = 0):
     return SACLearner(SAC_CFG, SPEC, "cpu", seed) if kind == "sac" else FlashSACLearner(FLASH_CFG, SPEC, "cpu", seed)
 
 
+def _state_tensors(module: torch.nn.Module) -> list[torch.Tensor]:
+    """The tensors of a module's state_dict, those of its extra state (FlashSAC's per-env returns) included."""
+    return [v for t in module.state_dict().values() for v in (t.values() if isinstance(t, dict) else [t])]
+
+
 def _all_tensors(learner) -> list[torch.Tensor]:
     out = []
     for m in learner.graph_modules():
-        out += [t.detach().clone() for t in m.state_dict().values()]
+        out += [t.detach().clone() for t in _state_tensors(m)]
     for opt in learner.graph_optimizers():
         for st in opt.state.values():
             out += [v.clone() for v in st.values() if isinstance(v, torch.Tensor)]
@@ -73,7 +78,7 @@ def test_warmup_restore_is_in_place_and_bitwise(kind: str) -> None:
     for opt in a.graph_optimizers():
         materialize_optimizer_state(opt)
     before = _all_tensors(a)
-    ptrs = [t.data_ptr() for m in a.graph_modules() for t in m.state_dict().values()]
+    ptrs = [t.data_ptr() for m in a.graph_modules() for t in _state_tensors(m)]
     opt_ptrs = [v.data_ptr() for opt in a.graph_optimizers() for st in opt.state.values() for v in st.values()]
     snap = _Snapshot(a, list(a.graph_generators()) + [sa.generator])
     for _ in range(2):
@@ -81,7 +86,7 @@ def test_warmup_restore_is_in_place_and_bitwise(kind: str) -> None:
     assert not _same(before, _all_tensors(a)) and a.num_updates == 4
     snap.restore()
     assert _same(before, _all_tensors(a)) and a.num_updates == 0
-    assert ptrs == [t.data_ptr() for m in a.graph_modules() for t in m.state_dict().values()]
+    assert ptrs == [t.data_ptr() for m in a.graph_modules() for t in _state_tensors(m)]
     assert opt_ptrs == [v.data_ptr() for opt in a.graph_optimizers() for st in opt.state.values() for v in st.values()]
     for _ in range(2):
         ma, mf = a.train_iteration(sa, 2), fresh.train_iteration(sf, 2)
@@ -116,6 +121,26 @@ def test_materialise_refuses_optimizers_it_cannot_initialise() -> None:
         materialize_optimizer_state(opt)
     opt.step()  # once stepped, its state exists: nothing to do
     materialize_optimizer_state(opt)
+
+
+@pytest.mark.parametrize("kind", ["sac", "flashsac"])
+def test_the_first_observations_leave_a_prepared_graph_valid(kind: str) -> None:
+    """The duo captures the first update before any data (runtime/duo.py `_prepare_first_update`), then
+    feeds the first ticks' observations and rewards: nothing a graph depends on may change there, or
+    the prepared capture is thrown away and made again (FlashSAC's per-env returns, sized by the first
+    rewards, once did: two captures on the H200)."""
+    learner = _learner(kind)
+    for opt in learner.graph_optimizers():
+        materialize_optimizer_state(opt)
+    base = graph_fingerprint(learner)
+    n, g = 6, torch.Generator().manual_seed(0)
+    for _ in range(2):
+        obs = {"actor": torch.randn(4, n, SPEC.actor_obs_dim, generator=g),
+               "critic": torch.randn(4, n, SPEC.critic_obs_dim, generator=g)}
+        learner.observe(obs["actor"], obs["critic"])
+        if hasattr(learner, "observe_rewards"):
+            learner.observe_rewards(torch.randn(4, n, generator=g), (torch.rand(4, n, generator=g) > 0.8).float())
+        assert graph_fingerprint(learner) == base
 
 
 @pytest.mark.parametrize("kind", ["sac", "flashsac"])

@@ -96,8 +96,9 @@ def _state(learner) -> dict[str, torch.Tensor]:
     """Parameters, buffers (running statistics, schedules, reward scale) and optimizer state."""
     out: dict[str, torch.Tensor] = {}
     for i, m in enumerate(learner.graph_modules()):
-        for k, v in m.state_dict().items():
-            out[f"m{i}.{k}"] = v.detach().clone()
+        for k, v in m.state_dict().items():  # a module's extra state (FlashSAC's per-env returns) is a dict
+            for kk, vv in (v.items() if isinstance(v, dict) else [("", v)]):
+                out[f"m{i}.{k}.{kk}"] = vv.detach().clone()
     out["log_alpha"] = learner.log_alpha.detach().clone()
     for i, opt in enumerate(learner.graph_optimizers()):
         for j, p in enumerate(opt.param_groups[0]["params"]):

@@ -191,9 +191,9 @@ class FlashSACLearner(SACFamilyLearner):
         return {"reward_scale": self.reward_scale.state_dict(), "lr_schedule": self.lr_schedule.state_dict()}
 
     def _load_extra_state(self, state: dict) -> None:
-        rs = state["reward_scale"]
-        if self.reward_scale.returns.shape != rs["returns"].shape:
-            self.reward_scale.returns = torch.zeros(rs["returns"].shape, device=self.device)
+        rs = dict(state["reward_scale"])
+        if "returns" in rs:  # a checkpoint written while the per-env returns were a buffer
+            rs["_extra_state"] = {"returns": rs.pop("returns")}
         self.reward_scale.load_state_dict(rs)
         self.lr_schedule.load_state_dict(state["lr_schedule"])
 
