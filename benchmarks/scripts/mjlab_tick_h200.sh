@@ -11,6 +11,8 @@
 # (tests/envs/mjlab/test_staged_step_cuda.py, about 3 minutes cold: give BUDGET_S 600 then; =last runs it
 # after the training runs in what is left of BUDGET_S; or run it alone:
 #   python3 -m pytest -m cuda -q tests/envs/mjlab/test_staged_step_cuda.py -p no:cacheprovider -s).
+# PROFILE_ARMS (default "eager staged staged_reset_graphs"; empty skips the profile) picks the profile's
+# arms, TRAIN_TASKS (default "g1 go1"; empty skips training) the training pairs.
 # Writes (flat, at most 10 files): env.txt (GPU, driver, tree), profile.json and profile.log
 # (benchmarks/scripts/mjlab_tick_profile.py --device cuda: ms per tick, GPU busy, kernels and host syncs
 # per tick and stage, both arms), train.log (the runs' output), metrics_{g1,g1eager,go1,go1eager}.jsonl.gz,
@@ -40,12 +42,18 @@ if [ "${DUORL_MJLAB_PYTEST:-0}" = 1 ]; then
 fi
 
 # 1. the tick profile, both arms (each builds its env: the first build pays the cold warp cache)
-cap=$(( $(left) - 130 ))
-[ $cap -gt 300 ] && cap=300
-echo "+ profile (limit ${cap} s)" | tee "$out/profile.log"
-timeout "$cap" python3 benchmarks/scripts/mjlab_tick_profile.py --device cuda --task $G1 --num-envs 4096 \
-  --arms eager staged --ticks 30 --warmup 10 --out "$out/profile.json" >> "$out/profile.log" 2>&1
-echo "profile rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/profile.log"
+arms=${PROFILE_ARMS-eager staged staged_reset_graphs}
+train_tasks=${TRAIN_TASKS-g1 go1}
+if [ -n "$arms" ]; then
+  reserve=10; [ -n "$train_tasks" ] && reserve=130  # what the training runs need at least
+  cap=$(( $(left) - reserve ))
+  [ $cap -gt 360 ] && cap=360
+  echo "+ profile $arms (limit ${cap} s)" | tee "$out/profile.log"
+  # shellcheck disable=SC2086
+  timeout "$cap" python3 benchmarks/scripts/mjlab_tick_profile.py --device cuda --task $G1 --num-envs 4096 \
+    --arms $arms --ticks 30 --warmup 10 --out "$out/profile.json" >> "$out/profile.log" 2>&1
+  echo "profile rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/profile.log"
+fi
 
 # 2. training, the staged step (sim.mjlab_staged_step=true) and mjlab's own step (false), what time is left
 train() {  # TASK TAG MINUTES [KEY=VALUE ...]
@@ -62,10 +70,12 @@ train() {  # TASK TAG MINUTES [KEY=VALUE ...]
   echo "train $1 rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/train.log"
   [ -f "$run/metrics.jsonl" ] && gzip -c "$run/metrics.jsonl" > "$out/metrics_$2.jsonl.gz"
 }
-train $G1 g1 1.2 sim.mjlab_staged_step=true
-train $G1 g1eager 1.2 sim.mjlab_staged_step=false
-train $GO1 go1 1.0 sim.mjlab_staged_step=true
-train $GO1 go1eager 1.0 sim.mjlab_staged_step=false
+case " $train_tasks " in *" g1 "*)
+  train $G1 g1 1.2 sim.mjlab_staged_step=true
+  train $G1 g1eager 1.2 sim.mjlab_staged_step=false;; esac
+case " $train_tasks " in *" go1 "*)
+  train $GO1 go1 1.0 sim.mjlab_staged_step=true
+  train $GO1 go1eager 1.0 sim.mjlab_staged_step=false;; esac
 
 # DUORL_MJLAB_PYTEST=last: the GPU equality test after the runs (the warp cache warm by then), in what is left
 if [ "${DUORL_MJLAB_PYTEST:-0}" = last ] && [ $(left) -gt 80 ]; then

@@ -1,11 +1,12 @@
 """Where the collector tick of an mjlab task goes: torch ops per stage and every host sync with its line.
 
     python3 benchmarks/scripts/mjlab_tick_profile.py [--task Mjlab-Velocity-Flat-Unitree-G1] [--num-envs 8]
-        [--device cpu|cuda] [--arms eager staged] [--ticks 40] [--warmup 10] [--out FILE.json] [key=value ...]
+        [--device cpu|cuda] [--arms eager staged staged_reset_graphs] [--ticks 40] [--warmup 10] [--out FILE.json] [key=value ...]
 
 It builds the collector's tick as `duorl bench collector` does (runtime/tick.py over MjlabVecEnv, sac's
 actor) once per arm: `eager` (sim.mjlab_staged_step=false: mjlab's own env.step, then duorl's reset of the
-done envs) and `staged` (sim.mjlab_staged_step=true: envs/mjlab/staged_step.py). After `--warmup` ticks it
+done envs), `staged` (sim.mjlab_staged_step=true: envs/mjlab/staged_step.py) and `staged_reset_graphs` (the
+same with the reset body as a graph per number of done envs, `StagedStep(reset_graphs=True)`). After `--warmup` ticks it
 records `--ticks` ticks:
 
   ops per stage    every aten op (views apart: they launch no kernel) and every warp launch, counted in the
@@ -253,7 +254,8 @@ def instrument(tick: Any, stages: Stages) -> None:
     stages.wrap(em, "reset", "events.reset")
 
 
-def build_tick(task: str, num_envs: int, device: str, staged: bool, overrides: list[str], cpu_replay: bool) -> Any:
+def build_tick(task: str, num_envs: int, device: str, staged: bool, overrides: list[str], cpu_replay: bool,
+               reset_graphs: bool | None = None) -> Any:
     from duorl.cli.bench.collector import build_collector_tick
     from duorl.cli.configure import load_config
     from duorl.envs.mjlab.vec_env import attach_staged_step
@@ -264,7 +266,10 @@ def build_tick(task: str, num_envs: int, device: str, staged: bool, overrides: l
     tick = build_collector_tick(cfg, num_envs, device, cuda_graph=False)
     if staged and cpu_replay and not device.startswith("cuda"):
         # the CPU stand-in for the CUDA graphs: the ops of a replayed stage show as that stage's
-        attach_staged_step(tick.env, required=True, graphs="cpu-replay")
+        attach_staged_step(tick.env, required=True, graphs="cpu-replay", reset_graphs=reset_graphs)
+    elif staged and reset_graphs is not None:
+        tick.env.staged.release()
+        attach_staged_step(tick.env, required=True, reset_graphs=reset_graphs)
     return tick
 
 
@@ -386,7 +391,8 @@ def sync_debug_pass(tick: Any, ticks: int, first: int) -> list[dict[str, Any]]:
 
 def profile_arm(args: argparse.Namespace, arm: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    tick = build_tick(args.task, args.num_envs, args.device, arm == "staged", args.overrides, args.cpu_replay)
+    tick = build_tick(args.task, args.num_envs, args.device, arm != "eager", args.overrides, args.cpu_replay,
+                      True if arm == "staged_reset_graphs" else None)
     build_s = time.perf_counter() - t0
     first = 0
     tick.run(first, args.warmup)
@@ -470,7 +476,7 @@ def main() -> int:
     p.add_argument("--task", default="Mjlab-Velocity-Flat-Unitree-G1")
     p.add_argument("--num-envs", type=int, default=8)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--arms", nargs="+", choices=("eager", "staged"), default=["eager", "staged"])
+    p.add_argument("--arms", nargs="+", choices=("eager", "staged", "staged_reset_graphs"), default=["eager", "staged"])
     p.add_argument("--ticks", type=int, default=40)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--max-extra-warmup", type=int, default=200,
