@@ -87,6 +87,22 @@ def _copy_state(src: Any, dst: Any) -> int:
     return n
 
 
+def _term_at(vec: Any, key: str, column: int) -> str:
+    """The mjlab observation term behind column `column` of duorl's `key` ("actor"/"critic") observation."""
+    import math
+
+    manager = vec.env.observation_manager
+    groups = vec._actor_groups if key == "actor" else vec._critic_groups
+    at = 0
+    for group in groups:
+        for name, dims in zip(manager.active_terms[group], manager.group_obs_term_dim[group]):
+            width = math.prod(dims)
+            if column < at + width:
+                return f"{group}.{name}[{column - at}]"
+            at += width
+    return f"column {column}"
+
+
 def _resynced_lockstep(eager: Any, staged: Any, steps: int, tol: float) -> dict[str, float]:
     gen = torch.cuda.default_generators[torch.cuda.current_device()]
     torch.manual_seed(11)
@@ -111,9 +127,16 @@ def _resynced_lockstep(eager: Any, staged: Any, steps: int, tol: float) -> dict[
         worst["resets"] += int(flags_e.sum())
         rows = agree.unsqueeze(1)
         for key in out_e[0]:
-            for e, s in ((out_e[0][key], out_s[0][key]), (out_e[4]["final_obs"][key], out_s[4]["final_obs"][key])):
-                d = torch.where(rows, (e - s).abs() / (1 + e.abs()), torch.zeros_like(e)).max().item()
-                worst["obs"] = max(worst["obs"], d)
+            for which, e, s in (("obs", out_e[0][key], out_s[0][key]),
+                                ("final_obs", out_e[4]["final_obs"][key], out_s[4]["final_obs"][key])):
+                diff = torch.where(rows, (e - s).abs() / (1 + e.abs()), torch.zeros_like(e))
+                d = diff.max().item()
+                if d > worst["obs"]:
+                    worst["obs"] = d
+                    env, col = divmod(int(diff.argmax()), diff.shape[1])
+                    worst["obs_at"] = (f"{which} {key} {_term_at(eager, key, col)} env {env}: eager {e[env, col].item():.4g} "
+                                       f"staged {s[env, col].item():.4g}, {int((diff > tol).sum())} elements over tol "
+                                       f"in columns {sorted({_term_at(eager, key, c) for c in (diff > tol).nonzero()[:, 1].tolist()})[:12]}")
         d = torch.where(agree, (out_e[1] - out_s[1]).abs() / (1 + out_e[1].abs()), torch.zeros_like(out_e[1]))
         worst["reward"] = max(worst["reward"], d.max().item())
         m_e, m_s = out_e[4]["metrics"], out_s[4]["metrics"]
