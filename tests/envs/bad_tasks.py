@@ -1,7 +1,7 @@
 """Task factories that break the Task contract in the ways a new user's task does (issue #39), reached by
 import path (`--task tests.envs.bad_tasks:NAME`): each is the builtin pendulum with one member changed.
-tests/test_bad_input.py refuses the ones the probe can see; tests/runtime/test_task_nan.py runs the ones
-only a run can see (NaN after some steps)."""
+tests/test_bad_input.py refuses the ones the probe can see (NaN or inf from the first step included);
+tests/runtime/test_task_nan.py runs the ones only a run can see (NaN after some steps)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,16 @@ class _NanObs(PendulumSwingup):
 def nan_obs(cfg: TaskConfig) -> PendulumSwingup:
     """NaN observations from the start."""
     return _NanObs(cfg.max_episode_steps)
+
+
+class _InfReward(PendulumSwingup):
+    def reward(self, sim):  # type: ignore[no-untyped-def]
+        return torch.full_like(super().reward(sim), float("inf"))
+
+
+def inf_reward(cfg: TaskConfig) -> PendulumSwingup:
+    """An infinite reward from the start."""
+    return _InfReward(cfg.max_episode_steps)
 
 
 class _NanRewardLate(_Steps):

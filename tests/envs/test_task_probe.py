@@ -29,7 +29,17 @@ BROKEN = [
     (f"{BAD}:tuple_obs", ("observe(sim) after reset returned a tuple of 2", "a dict with the keys 'actor' and 'critic'")),
     (f"{BAD}:wrong_control_dt", ("control_dt=0.02 s contradicts substeps * timestep = 5 * 0.01 s = 0.05 s",
                                  "set control_dt=0.05")),
+    # values that are NaN or inf from the first step (issue #39): a run would only train on NaN
+    (f"{BAD}:nan_obs", ("observe(sim) after reset returned obs['actor'] with 6 of 6 values NaN or inf",
+                        "finite values", "make observe(sim) return finite values")),
+    (f"{BAD}:inf_reward", ("reward(sim) after a step returned 2 of 2 values NaN or inf", "finite values")),
 ]
+
+
+def test_a_task_that_turns_nan_only_later_passes_the_probe() -> None:
+    """The probe steps once: NaN after 50 steps is the run's to find (tests/runtime/test_task_nan.py)."""
+    for late in (f"{BAD}:nan_reward_late", f"{BAD}:nan_obs_late"):
+        assert source_of(late).preflight(task_config(late), None) == []
 
 
 @pytest.mark.parametrize("name,says", BROKEN, ids=[n.split(":")[1] for n, _ in BROKEN])

@@ -9,8 +9,10 @@ import contextlib
 import sys
 from typing import Iterator
 
+from duorl.runtime.stop_signals import STOPPED_BEFORE_START  # stdlib only
+
 PHASE = "checking the run's inputs"
-STOPPED = "duorl: stopped before the run started (nothing was written)"
+STOPPED = f"duorl: {STOPPED_BEFORE_START}"
 
 
 class StoppedEarly(Exception):
@@ -20,7 +22,7 @@ class StoppedEarly(Exception):
 @contextlib.contextmanager
 def stops_at_once() -> Iterator[None]:
     """For the duration, a stop signal abandons the work at once (StoppedEarly once it reaches here)."""
-    from duorl.runtime.stop_signals import STOP_REQUEST  # stdlib only: no torch for a refusal
+    from duorl.runtime.stop_signals import STOP_REQUEST
 
     if not STOP_REQUEST.listening:  # no handler of duorl's (a test calling main()): nothing to interrupt
         yield

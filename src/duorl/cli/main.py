@@ -466,7 +466,9 @@ def _start_rank(args: argparse.Namespace, overrides: list[str], renv: Any) -> in
         return 2
     except StoppedBeforeStart:
         if renv.rank == 0:
-            print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+            from duorl.cli.early_stop import say_stopped
+
+            say_stopped()
         leave_no_elastic_tree()
         return 0
     assert cfg is not None
@@ -490,8 +492,9 @@ def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
 
     check_log_dir(cfg)  # an existing or uncreatable run directory is refused before any rank starts
     if early_stop_signal() is not None:
-        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
-        return 0
+        from duorl.cli.early_stop import say_stopped
+
+        return say_stopped()
     argv = list(argv)
     run_dir = cfg.training.log_dir
     if run_dir is None:

@@ -49,6 +49,7 @@ from duorl.runtime.memory import MemoryFixes, MemoryNeed, memory_problem
 from duorl.runtime.outcome import exit_code, outcome_of
 from duorl.runtime.replay import ReplayLayout
 from duorl.runtime.settings import DuoSettings
+from duorl.cli.early_stop import STOPPED
 from duorl.runtime.stop_signals import early_stop_signal
 from duorl.startup_phases import PHASES
 from duorl.telemetry.run_dir_claim import claim_run_dir
@@ -323,7 +324,7 @@ def _stopped_before_start(place: Place) -> bool:
     if place.ctx is not None:
         stop_now = any(place.ctx.all_gather(stop_now, "agreeing whether to start", group="startup"))
     if stop_now and place.lead:
-        print("duorl: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+        print(STOPPED, file=sys.stderr, flush=True)
     return stop_now
 
 

@@ -27,6 +27,7 @@ from duorl.config.devices import KEY as DEVICES_KEY
 from duorl.config.devices import RANK_DEVICE_ENV, entry_kind
 from duorl.config.errors import ConfigError
 from duorl.distributed.rank_scratch import rank_scratch_dir, remove_rank_scratch  # noqa: F401 - re-exported
+from duorl.runtime.stop_signals import STOPPED_BEFORE_START  # stdlib only
 
 # the launcher's shutdown grace: a rank asked to stop has this long for its final checkpoint
 SHUTDOWN_GRACE_S = 20
@@ -400,7 +401,7 @@ def _after_signal(signal_name: str, run_dir: str | None, killed: list[str]) -> i
         print(f"duorl: {signal_name}: every rank stopped cleanly ({status})", file=sys.stderr, flush=True)
         return 0
     if status is None and run_dir is not None and not (Path(run_dir) / "run_summary.json").exists():
-        print(f"duorl: {signal_name}: stopped before the run started (nothing was written)", file=sys.stderr, flush=True)
+        print(f"duorl: {signal_name}: {STOPPED_BEFORE_START}", file=sys.stderr, flush=True)
         return 0
     print(f"duorl: {signal_name}: the ranks were stopped (run status: {status or 'unknown'})", file=sys.stderr, flush=True)
     return 1

@@ -69,6 +69,13 @@ class EnvSpec:
 
 MAX_TASK_METRICS = 16  # the collector's stat slots task_metric_0..15 (runtime/control.py)
 
+# What the NaN guard found non-finite in the first broken env (`nan_snapshot.members`, a bit mask: bit i
+# is NON_FINITE_PARTS[i]), so that a run that fails on it names the task's member, not "a NaN somewhere":
+# the physics state (qpos/qvel: the task's reset() or apply_action(), or the physics itself), the
+# simulator's own flag (MuJoCo C reset a diverged world, MuJoCo Warp overflowed a capacity), the task's
+# reward(sim) and its observe(sim).
+NON_FINITE_PARTS = ("state", "diverged", "reward", "observe")
+
 
 class VecEnv(Protocol):
     """A batch of `num_envs` environments stepped together.
@@ -100,7 +107,8 @@ class VecEnv(Protocol):
     generator: torch.Generator | None = None
     # set by the collector: the env times its physics as a phase of an eager tick (None: untimed)
     phase_timer: Any = None
-    # the NaN guard's record of the first env found broken (`taken`, `tensors()`); None: no guard
+    # the NaN guard's record of the first env found broken (`taken`, `tensors()`, `facts()`: what was
+    # not finite, NON_FINITE_PARTS, and at which step); None: no guard
     nan_snapshot: Any = None
 
     def state_dict(self) -> dict[str, Any] | None:

@@ -8,6 +8,11 @@ is the spec's control_dt), bind, reset (qpos [N, nq], qvel [N, nv]), observe ({"
 [N, dim]), apply_action (ctrl [N, nu]), reward (float32 [N]), terminated (bool [N]) and the optional
 members a task has (truncated, metrics, advance, evaluate); then one reset and step of the TaskVecEnv the
 run builds, for what only the whole step shows. Every refusal is a ConfigError on task.name.
+
+The values a reset and one step (zero actions) give must be finite too: the reset's qpos and qvel, the
+observations after it and after the step, the reward. A task that is NaN from its first step would only
+train on NaN (every env reset by the NaN guard, every update skipped); one that turns NaN later is the
+run's to find (runtime/task_finiteness.py fails it, naming the member and the step).
 """
 
 from __future__ import annotations
@@ -66,6 +71,16 @@ def _tensor(member: str, x: Any, shape: tuple[int, ...], dtype: str, fix: str) -
     return x
 
 
+def _finite(member: str, x: torch.Tensor, fix: str) -> None:
+    """Every value of `x` (what `member` returned, already of the right shape and dtype) is finite."""
+    bad = int((~torch.isfinite(x)).sum())
+    if bad:
+        call, _, part = member.partition("|")
+        what = f"its {call} returned {part} with" if part else f"its {member} returned"
+        raise _Broken(f"{what} {bad} of {x.numel()} values NaN or inf", "finite values (a run would reset "
+                      "every env for them and skip every update)", fix)
+
+
 def _observation(member: str, obs: Any, spec: Any) -> None:
     fix = f"return {{'actor': float32 [N, {spec.actor_obs_dim}], 'critic': float32 [N, {spec.critic_obs_dim}]}} from observe"
     if not isinstance(obs, dict) or set(obs) != {"actor", "critic"}:
@@ -73,6 +88,8 @@ def _observation(member: str, obs: Any, spec: Any) -> None:
         raise _Broken(f"its {member} returned {got}", "a dict with the keys 'actor' and 'critic'", fix)
     for key, dim in (("actor", spec.actor_obs_dim), ("critic", spec.critic_obs_dim)):
         _tensor(f"{member.split(' ')[0]}|obs['{key}']", obs[key], (N, dim), "float32", fix)
+    for key in ("actor", "critic"):
+        _finite(f"{member}|obs['{key}']", obs[key], f"make observe(sim) return finite values ({DOC})")
 
 
 def _model_checks(task: Any, model: Any) -> None:
@@ -117,6 +134,8 @@ def _members(task: Any) -> None:
             raise _Broken(f"its reset(mask, rng) returned {_got(state)}", "a pair (qpos, qvel)", fix)
         _tensor("reset(mask, rng)|qpos", state[0], (N, model.nq), "float", f"{fix} (the model has nq={model.nq})")
         _tensor("reset(mask, rng)|qvel", state[1], (N, model.nv), "float", f"{fix} (the model has nv={model.nv})")
+        for i, part in enumerate(("qpos", "qvel")):
+            _finite(f"reset(mask, rng)|{part}", state[i], f"return a finite {part} from reset")
         backend.reset_envs(mask, state[0], state[1])
         _observation("observe(sim) after reset", _call("observe(sim)", task.observe, backend), spec)
         actions = torch.zeros(N, spec.action_dim)
@@ -124,8 +143,10 @@ def _members(task: Any) -> None:
         _tensor("apply_action(actions)", ctrl, (N, model.nu), "float",
                 f"map actions [N, {spec.action_dim}] to ctrl [N, nu] (the model has nu={model.nu} actuators)")
         backend.step(ctrl)
-        _tensor("reward(sim)", _call("reward(sim)", task.reward, backend), (N,), "float32",
-                "return one float32 per env from reward, e.g. r.float() of shape [N] (not r[:, None], not a Python float)")
+        reward = _tensor("reward(sim)", _call("reward(sim)", task.reward, backend), (N,), "float32",
+                         "return one float32 per env from reward, e.g. r.float() of shape [N] (not r[:, None], "
+                         "not a Python float)")
+        _finite("reward(sim) after a step", reward, f"make reward(sim) return finite values ({DOC})")
         _tensor("terminated(sim)", _call("terminated(sim)", task.terminated, backend), (N,), "bool",
                 "return one bool per env from terminated, e.g. (height < 0.3) of shape [N]")
         _optional(task, backend, rng, spec)

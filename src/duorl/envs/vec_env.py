@@ -13,8 +13,12 @@ import torch
 
 from duorl.gpu.compiling import maybe_compile
 from duorl.envs.backends.base import Backend
-from duorl.envs.base import EnvSpec, Obs, Uniforms, VecEnv
+from duorl.envs.base import NON_FINITE_PARTS, EnvSpec, Obs, Uniforms, VecEnv
 from duorl.envs.tasks.base import Task
+
+
+# each part's bit in the NaN guard's mask (envs/base.py NON_FINITE_PARTS)
+_BIT = {part: i for i, part in enumerate(NON_FINITE_PARTS)}
 
 
 def _all_finite(t: torch.Tensor) -> torch.Tensor:
@@ -35,7 +39,9 @@ class _NanSnapshot:
     is bad, the lowest-index bad env's state before the step, its action, its state after the
     step, observations and raw reward are copied in and `taken` becomes True; later bad envs are
     only counted (info["nan_resets"]). Whoever already syncs (the collector at publish time) checks
-    `bool(env.nan_snapshot.taken)` and, once, saves `env.nan_snapshot.tensors()` to the run dir.
+    `bool(env.nan_snapshot.taken)` and, once, saves `env.nan_snapshot.tensors()` to the run dir and reads
+    `facts()`: which parts were not finite (envs/base.py NON_FINITE_PARTS) and at which step, what a run
+    that fails on it names (runtime/task_finiteness.py).
     """
 
     def __init__(self, n: int, backend: Backend, spec: EnvSpec, device: torch.device) -> None:
@@ -57,9 +63,19 @@ class _NanSnapshot:
         # True: the simulator itself flagged the env (Backend.diverged: MuJoCo C reset the world, or
         # MuJoCo Warp overflowed a capacity); False: a non-finite state, observation or reward
         self.diverged = torch.zeros((), dtype=torch.bool, **f)
+        # what was not finite in that env (a bit mask over NON_FINITE_PARTS), the env's step that found
+        # it (1-based, counted since this env was built) and that env's episode step (1-based)
+        self.members = torch.zeros((), dtype=torch.int64, **f)
+        self.step = torch.zeros((), dtype=torch.int64, **f)
+        self.episode_step = torch.zeros((), dtype=torch.int64, **f)
+        self._steps = torch.zeros((), dtype=torch.int64, **f)
         self._arange = torch.arange(n, **f)
 
-    def record(self, bad: torch.Tensor, sim: Backend, obs: Obs, reward: torch.Tensor, action: torch.Tensor) -> None:
+    def record(self, bad: torch.Tensor, sim: Backend, obs: Obs, reward: torch.Tensor, action: torch.Tensor,
+               members: torch.Tensor, episode_length: torch.Tensor) -> None:
+        """One step's verdict: `bad` [N] bool, `members` [N] int64 (NON_FINITE_PARTS bits),
+        `episode_length` [N] (each env's episode step, this one counted)."""
+        self._steps += 1
         take = bad.any() & ~self.taken
         # lowest bad index (n where none is bad, then clamped: the copy is masked off anyway)
         i = torch.where(bad, self._arange, bad.numel()).min().clamp_max(bad.numel() - 1)
@@ -70,11 +86,23 @@ class _NanSnapshot:
         self.reward.copy_(torch.where(take, reward.index_select(0, i.view(1))[0].float(), self.reward))
         self.diverged.copy_(torch.where(take, sim.diverged.index_select(0, i.view(1))[0], self.diverged))
         self.env_index.copy_(torch.where(take, i, self.env_index))
+        self.members.copy_(torch.where(take, members.index_select(0, i.view(1))[0], self.members))
+        self.episode_step.copy_(torch.where(take, episode_length.index_select(0, i.view(1))[0], self.episode_step))
+        self.step.copy_(torch.where(take, self._steps, self.step))
         self.taken |= take
 
     def before_step(self, sim: Backend) -> None:
         self._pre_qpos.copy_(sim.qpos)
         self._pre_qvel.copy_(sim.qvel)
+
+    def facts(self) -> dict[str, Any]:
+        """What the first broken env had (host values, one transfer: call only after a sync, once `taken`):
+        `mask` and `parts` (its names, from NON_FINITE_PARTS), `step` (the env's step, 1-based since it was built),
+        `episode_step` and `env_index`."""
+        mask, step, episode_step, env_index = torch.stack(
+            (self.members, self.step, self.episode_step, self.env_index)).tolist()
+        return {"mask": mask, "parts": tuple(p for b, p in enumerate(NON_FINITE_PARTS) if mask >> b & 1), "step": step,
+                "episode_step": episode_step, "env_index": env_index}
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """CPU copies for saving (torch.save / safetensors): call only where a host sync is fine."""
@@ -209,10 +237,16 @@ class TaskVecEnv(VecEnv):
             truncated = truncated | self._task_truncated(sim)
 
         if self.nan_guard:
-            bad = sim.diverged | ~_all_finite(sim.qpos) | ~_all_finite(sim.qvel) | ~torch.isfinite(reward)
+            # each part apart (NON_FINITE_PARTS' bits), so that the first broken env names what broke
+            state_bad = ~_all_finite(sim.qpos) | ~_all_finite(sim.qvel)
+            reward_bad = ~torch.isfinite(reward)
+            obs_bad = torch.zeros_like(reward_bad)
             for v in final_obs.values():
-                bad = bad | ~_all_finite(v)
-            self.nan_snapshot.record(bad, sim, final_obs, reward, actions)
+                obs_bad = obs_bad | ~_all_finite(v)
+            bad = state_bad | sim.diverged | reward_bad | obs_bad
+            members = (state_bad.long() << _BIT["state"] | sim.diverged.long() << _BIT["diverged"]
+                       | reward_bad.long() << _BIT["reward"] | obs_bad.long() << _BIT["observe"])
+            self.nan_snapshot.record(bad, sim, final_obs, reward, actions, members, self._ep_length)
             # A broken env ends as *truncated*, not terminated: its learner target must not be a
             # terminal one, and its final_obs (replaced below by the reset obs) is finite.
             reward = torch.where(bad, torch.zeros_like(reward), reward)

@@ -238,7 +238,9 @@ class _Parts:
     timer: PhaseTimer
     tick: CollectorTick
     snapshots: "_Snapshots"
-    nan_snapshot: Any  # the env's first-NaN snapshot while it is still to be written, else None
+    nan_snapshot: Any  # the env's first-NaN snapshot until the collector has read it, else None
+    # once read: what the first broken env had, in every later iteration's stats (nan_first_*)
+    nan_first: dict[str, float] = field(default_factory=dict)
 
 
 def _run(args: CollectorArgs) -> None:
@@ -292,7 +294,7 @@ def _build_around(args: CollectorArgs, device: torch.device, beat: Heartbeat, en
     tick = CollectorTick(env, actor, ring, gen, obs, device, cuda_graph=settings.tick_cuda_graph, timer=timer,
                          eval_envs=settings.config.training.eval_envs)
     snapshots = _Snapshots(settings.snapshot_dir, beat)
-    nan_snapshot = env.nan_snapshot if settings.nan_dump_path else None
+    nan_snapshot = env.nan_snapshot
     return _Parts(env, actor, board, gen, timer, tick, snapshots, nan_snapshot)
 
 
@@ -343,13 +345,23 @@ def _iteration(args: CollectorArgs, parts: _Parts, device: torch.device, beat: H
     sync(device)
     stats = parts.timer.collect()
     if parts.nan_snapshot is not None and bool(parts.nan_snapshot.taken):  # after the sync: no extra stall
-        torch.save({"iteration": k, **parts.nan_snapshot.tensors()}, settings.nan_dump_path)
+        parts.nan_first = _first_non_finite(parts.nan_snapshot.facts(), args.start_iteration * settings.env_steps_per_sync)
+        if settings.nan_dump_path:
+            torch.save({"iteration": k, **parts.nan_snapshot.tensors()}, settings.nan_dump_path)
         parts.nan_snapshot = None
+    stats.update(parts.nan_first)
     stats["collector_learner_wait_ms"] = waited * 1e3
     stats["collector_iteration_ms"] = (time.perf_counter() - t_iter) * 1e3
     stats["collector_tick_graph"] = 1.0 if tick.captured else 0.0
     stats.update(tick.sums.result())
     return stats
+
+
+def _first_non_finite(facts: dict[str, Any], first_tick: int) -> dict[str, float]:
+    """The NaN guard's first broken env as stats (control.py nan_first_*): its step counted in the run's
+    ticks (1-based; the env counts from its build, at tick `first_tick` of a resumed run)."""
+    return {"nan_first_mask": float(facts["mask"]), "nan_first_step": float(first_tick + facts["step"]),
+            "nan_first_episode_step": float(facts["episode_step"]), "nan_first_env": float(facts["env_index"])}
 
 
 def _report_startup(args: CollectorArgs) -> None:

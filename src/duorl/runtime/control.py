@@ -53,6 +53,13 @@ STAT_FIELDS = (
     "episode_length_sum",
     "reward_sum",
     "nan_resets",
+    # the NaN guard's first broken env, from the iteration that found it on (runtime/task_finiteness.py):
+    # what was not finite (a mask over envs/base.py NON_FINITE_PARTS), the run's step (1-based), that env's
+    # episode step and its index
+    "nan_first_mask",
+    "nan_first_step",
+    "nan_first_episode_step",
+    "nan_first_env",
     # the task's diagnostics (EnvSpec.metric_names), summed over the iteration's ticks
     *(f"task_metric_{i}" for i in range(MAX_TASK_METRICS)),
     # the same for the deterministic envs (training.eval_envs; not written without them)

@@ -46,6 +46,7 @@ from duorl.runtime.iteration_metrics import IterationMetrics
 from duorl.runtime.outcome import LOOP_ENDINGS, StartRefused, outcome_of  # noqa: F401 - StartRefused: re-exported
 from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readable_window
 from duorl.runtime.settings import DuoSettings
+from duorl.runtime.task_finiteness import FinitenessCheck
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import WeightBoard
 from duorl.startup_phases import PHASES, console_line, merged_record
@@ -502,6 +503,7 @@ class Duo:
                                    tuple(self.spec.metric_names), time.perf_counter())
         metrics_dev: dict[str, torch.Tensor] = {}
         last: dict[str, float] = {}
+        finite = FinitenessCheck(self._skipped_so_far())
         for k in range(start, s.max_iterations):
             if self._agreed_stop(stop, t_start):
                 break
@@ -520,13 +522,21 @@ class Duo:
             self._done_iterations = k + 1
             self._startup_milestones(k, start, trained is not None)
             metrics.add((t_end - t_iter) * 1e3, waited * 1e3, (t_end - t_pub) * 1e3, cstats)
+            finite.add(cstats, s.updates_per_step if trained is not None else 0)
             if cstats is not None and cstats.get("collector_tick_graph") == 1.0:
                 self.tick_graph_active = True
             if (k + 1) % s.config.training.log_interval == 0 or k == s.max_iterations - 1:
                 last = self._log(k, metrics, timer, metrics_dev, t_start)
+                finite.row(k + 1, last.get("Train/skipped_updates"))  # after the row: the file shows the counts
             if (k + 1) % s.config.algo.save_interval == 0 and k + 1 < s.max_iterations:
                 self._periodic_checkpoint(k)
         return last
+
+    def _skipped_so_far(self) -> float:
+        """The learner's Train/skipped_updates before this run's first iteration (a resumed run's count;
+        one read before the loop), 0 for a learner that counts none."""
+        skipped = getattr(self.learner, "skipped_updates", None)
+        return float(skipped) if skipped is not None else 0.0
 
     def _startup_milestones(self, k: int, start: int, trained: bool) -> None:
         """The first iteration, the first one on collected ticks, the first update: the last ends start-up."""

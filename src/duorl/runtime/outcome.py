@@ -4,7 +4,7 @@ failed and the command's exit code (docs/exit_codes.md).
 | status | exit code | |
 |---|---|---|
 | completed, interrupted | 0 | a clean stop (a signal, a stop request) included |
-| failed | 1 | the part that failed is named: collector, learner, peer rank, run directory |
+| failed | 1 | the part that failed is named: collector, learner, peer rank, run directory, task |
 | refused | 2 | input the run must not start with, found early or once both processes run |
 
 `secondary`: the failure is only the echo of another process's (a peer rank lost in a collective):
@@ -23,6 +23,7 @@ from duorl.gpu.graphs import GraphCaptureError
 from duorl.runtime.atomic_files import WriteFailed, write_json
 from duorl.runtime.control import PeerDied, PhaseInterrupted, StopRequested
 from duorl.runtime.coordination import RankLost
+from duorl.runtime.task_finiteness import TaskNotFinite
 
 EXIT_CODES = {"completed": 0, "interrupted": 0, "failed": 1, "refused": 2}
 # statuses a run summary keeps once written: nothing overwrites them but a better-informed record
@@ -58,12 +59,15 @@ _OUTCOMES: tuple[tuple[type[BaseException], Outcome], ...] = (
     (InputRefused, Outcome("refused")),
     (GraphCaptureError, Outcome("failed", "learner (whole-cycle graph capture)")),
     (WriteFailed, Outcome("failed", "run directory")),
+    # the task's values were NaN or inf most of the time: what it trained on is not worth a final checkpoint
+    (TaskNotFinite, Outcome("failed", "task", keep_last_checkpoint=True)),
 )
 
 
 # what the duo's loop ends a run on (anything else there is a bug and propagates with its traceback)
 LOOP_ENDINGS: tuple[type[BaseException], ...] = (StopRequested, PhaseInterrupted, KeyboardInterrupt, PeerDied,
-                                                  RankLost, StartRefused, GraphCaptureError, WriteFailed)
+                                                  RankLost, StartRefused, GraphCaptureError, WriteFailed,
+                                                  TaskNotFinite)
 
 
 def outcome_of(error: BaseException) -> Outcome | None:

@@ -24,6 +24,9 @@ import signal
 from typing import Any, Callable, Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# what a command says when a stop came before its run directory existed (docs/exit_codes.md): the one
+# wording of `duorl train`, its ranks and the data-parallel launcher (cli/early_stop.py STOPPED)
+STOPPED_BEFORE_START = "stopped before the run started (nothing was written)"
 
 
 class StopRequest:
