@@ -61,7 +61,7 @@ def check_log_dir(cfg: Config) -> None:
     from duorl.telemetry.run_directory import default_run_dir
 
     log_dir = cfg.training.log_dir
-    check_new_run_dir(log_dir if log_dir else default_run_dir(cfg), default=not log_dir)
+    check_new_run_dir(log_dir if log_dir else default_run_dir(cfg.task.name, cfg.algo.name), default=not log_dir)
 
 
 def preflight(cfg: Config, source: TaskSource, spec: Any, task: Any, lead: bool = True) -> Preflight:

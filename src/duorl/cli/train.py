@@ -333,7 +333,7 @@ def _claim_run_dir(run: RunContext) -> None:
     cfg, place, ctx = run.cfg, run.place, run.place.ctx
     run_dir: Path | None = None
     if place.lead:
-        run_dir = claim_run_dir(cfg.training.log_dir, default_run_dir(cfg))
+        run_dir = claim_run_dir(cfg.training.log_dir, default_run_dir(cfg.task.name, cfg.algo.name))
         write_json_atomic(run_dir / "run_config.json", config_to_dict(cfg))
         print(f"duorl: run directory {run_dir}", flush=True)
     if ctx is not None:
