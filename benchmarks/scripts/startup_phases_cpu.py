@@ -41,7 +41,7 @@ FUNCTIONS = (
     ("duorl.mps.session", "MpsSession.prepare_environment"),
     ("duorl.mps.session", "MpsSession.probe"),
     ("duorl.envs.motion.load", "check_motion_file"),
-    ("duorl.cli.train", "resolve_switches"),
+    ("duorl.cli.train_steps.checks", "resolve_switches"),
     ("duorl.envs.registry", "make_task"),
     ("duorl.envs.registry", "env_spec"),
     ("duorl.cli.preflight", "preflight"),

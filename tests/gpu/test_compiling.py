@@ -106,7 +106,7 @@ def test_the_manifest_records_the_cache_directories(clean_env: Path, monkeypatch
 
     from duorl.cli.configure import load_config
     from duorl.cli.run_context import Checked, Place, RunContext
-    from duorl.cli.train import run_manifest
+    from duorl.cli.train_steps.manifest import run_manifest
     from duorl.config.switches import resolve_switches
     from duorl.envs.registry import make_task
 

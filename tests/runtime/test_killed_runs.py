@@ -144,7 +144,7 @@ def test_resuming_a_stopped_run_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_abandoned_run_is_interrupted_by_a_second_ctrl_c_and_failed_by_anything_else() -> None:
-    from duorl.cli.train import _finish_abandoned
+    from duorl.cli.train_steps.finish import finish_abandoned
 
     class Directory:
         total_env_steps = 96
@@ -153,7 +153,7 @@ def test_an_abandoned_run_is_interrupted_by_a_second_ctrl_c_and_failed_by_anythi
             self.got = (status, iterations, env_steps, extra)
 
     d = Directory()
-    _finish_abandoned(d, 12, 1.0, KeyboardInterrupt())
+    finish_abandoned(d, 12, 1.0, KeyboardInterrupt())
     assert d.got[:3] == ("interrupted", 12, 96) and "error" not in d.got[3]
-    _finish_abandoned(d, 12, 1.0, RuntimeError("a bug"))
+    finish_abandoned(d, 12, 1.0, RuntimeError("a bug"))
     assert d.got[0] == "failed" and d.got[3]["error"] == "RuntimeError('a bug')"

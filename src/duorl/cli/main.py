@@ -498,7 +498,7 @@ def _launch_data_parallel(cfg: Any, argv: list[str]) -> int:
     argv = list(argv)
     run_dir = cfg.training.log_dir
     if run_dir is None:
-        run_dir = str(default_run_dir(cfg))
+        run_dir = str(default_run_dir(cfg.task.name, cfg.algo.name))
         argv.append(f"training.log_dir={run_dir}")
     return launch(argv, len(cfg.training.devices or [None]), run_dir)
 

@@ -4,7 +4,8 @@ source's checks (envs/task_sources.TaskSource.preflight: a task from outside duo
 Task contract; the task's own check of its inputs, e.g. the G1 tasks' model builds into a G1; a reference
 clip is checked just before, by the source's first_check), the debug hooks' names and the run directory's path. A refusal is one line naming the key or file, the value and the fix; `duorl train` exits 2 and
 leaves nothing behind (docs/exit_codes.md). The checkpoint of `training.resume` is checked next, when
-train.py loads it (duorl/cli/resume.py), still before the directory exists.
+`duorl train`'s resume step loads it (cli/train_steps/resume.py, through duorl/cli/resume.py), still before the
+directory exists.
 
 The task hook: an unbound task may define `check() -> list[str] | None` (or `validate()`), which raises
 a ConfigError for input it cannot use and returns warnings; it runs here (through its source), in the
@@ -61,7 +62,7 @@ def check_log_dir(cfg: Config) -> None:
     from duorl.telemetry.run_directory import default_run_dir
 
     log_dir = cfg.training.log_dir
-    check_new_run_dir(log_dir if log_dir else default_run_dir(cfg), default=not log_dir)
+    check_new_run_dir(log_dir if log_dir else default_run_dir(cfg.task.name, cfg.algo.name), default=not log_dir)
 
 
 def preflight(cfg: Config, source: TaskSource, spec: Any, task: Any, lead: bool = True) -> Preflight:

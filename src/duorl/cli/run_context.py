@@ -1,8 +1,9 @@
 """What the steps of `duorl train` share: one `RunContext` per process, handed from step to step.
 
-cli/train.py runs its steps in order (checks, run directory, learner, reporting, duo, outcome); each reads
-what the steps before it set on the context and sets its own part, so no step takes more than the context
-and what it alone computed. A field is None until its step has run (docs/design.md §1 "The run context").
+cli/train.py runs its steps (cli/train_steps/) in order (checks, run directory, learner, reporting and duo,
+outcome); each reads what the steps before it set on the context and sets its own part, so no step takes
+more than the context and what it alone computed. A field is None until its step has run (docs/design.md §1
+"The run context").
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ class RunContext:
     place: Place
     t0: float  # perf_counter at the start of the run: the wall time a failure outside the loop records
     prestarted: Any = None  # the collector's process, started beside the checks (runtime/duo.PrestartedCollector)
-    # the checks
+    # the checks: the configuration as data (config.load.config_to_dict), made once: the ranks compare it, a
+    # resumed checkpoint's configuration is checked against it, run_config.json keeps it; and their findings
+    record: dict[str, Any] | None = None
     checked: Checked | None = None
     # the run directory (every rank knows its path; rank 0 alone writes it)
     run_dir: Path | None = None

@@ -397,7 +397,7 @@ def env_device_type(cfg: Config) -> str:
 
 
 def _check_resume_path(resume: str) -> None:
-    """The checkpoint must exist now; its compatibility is checked when it is loaded (train.py)."""
+    """The checkpoint must exist now; its compatibility is checked when it is loaded (cli/train_steps/resume.py)."""
     from pathlib import Path
 
     p = Path(resume)

@@ -92,7 +92,7 @@ class DistContext:
             if isinstance(e, RankLost):
                 raise
             text = backend_cause(e)
-            # no rank prefix: whoever reports it names this rank once (cli/train.py)
+            # no rank prefix: whoever reports it names this rank once (cli/rank_exit.py)
             raise RankLost(f"lost a peer rank while {what}: {text}") from e
 
     def all_gather(self, obj: Any, what: str, group: str = "control") -> list[Any]:

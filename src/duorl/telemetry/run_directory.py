@@ -17,14 +17,14 @@ if TYPE_CHECKING:  # torch is imported by whoever builds a run: refusals before 
     import torch
 
 
-def default_run_dir(cfg: Config) -> Path:
+def default_run_dir(task_name: str, algo_name: str) -> Path:
     """runs/<task>-<algo>-<time>, or with -2, -3, ... when that exists: a name free now (created
     atomically later by run_dir_claim.claim_run_dir, which moves on to the next if it was taken since)."""
     from duorl.telemetry.run_dir_claim import unused_name
 
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    task = re.sub(r"[^A-Za-z0-9_.\-]", "_", cfg.task.name)  # names with a colon: an import path, an mjlab id
-    return unused_name(Path("runs") / f"{task}-{cfg.algo.name}-{stamp}")
+    task = re.sub(r"[^A-Za-z0-9_.\-]", "_", task_name)  # names with a colon: an import path, an mjlab id
+    return unused_name(Path("runs") / f"{task}-{algo_name}-{stamp}")
 
 
 class RunDirectory:

@@ -145,7 +145,7 @@ class G1MotionTracking(G1TaskBase):
 
     def load_clip(self) -> MotionClip:
         """The clip at the control rate. A file goes through motion/load.py (any supported format,
-        checked, bodies and velocities recomputed on this model); train.py ran the same checks
+        checked, bodies and velocities recomputed on this model); duorl train's checks ran them
         before anything was built, so an error here means the file changed since."""
         if not self.motion_file:
             return resample(default_clip(self.xml_path), 1.0 / self.control_dt)

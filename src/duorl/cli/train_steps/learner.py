@@ -1,0 +1,36 @@
+"""The learner step of `duorl train`: the learner (restored on resume) on the run's device and seed, and the
+rule it steps by: alone, LocalValidity; as a data-parallel rank, the all-reduce synchronizer it joined its
+peers with (distributed/learner_join.py, imported only there: a single run does not pay for it).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from duorl.algos.grad_buffers import LocalValidity
+from duorl.algos.registry import make_learner
+from duorl.cli.run_context import RunContext
+from duorl.config.seeding import derive_seed
+
+
+def build_learner(run: RunContext) -> None:
+    """Build the learner and its gradient synchronizer (sets run.learner and run.sync: None alone)."""
+    tr, device, checked, ctx = run.cfg.training, run.device, run.checked, run.place.ctx
+    assert checked is not None
+    if device.type == "cuda":
+        # the learner's CUDA graph captures on the current device's stream and registers its default
+        # generator: on any GPU but the first, both must be the run's (the collector sets its own)
+        torch.cuda.set_device(device)
+    torch.manual_seed(derive_seed(tr.seed, "learner"))
+    # the same networks and update noise on every rank: the learner streams are rank 0's everywhere
+    learner = run.learner = make_learner(run.cfg.algo, checked.spec, device, derive_seed(tr.seed, "learner"))
+    if checked.learner_state is not None:
+        learner.load_state_dict(checked.learner_state)
+    if ctx is not None:
+        from duorl.distributed.learner_join import join_ranks
+
+        run.sync = join_ranks(learner, ctx, device, tr.dp_gradient_wire_dtype, tr.wait_report_s)
+        return
+    # alone, the same rule as under data parallel: a step whose loss or gradients are not finite is
+    # skipped (on the device), and counted in Train/skipped_updates
+    learner.set_synchronizer(LocalValidity(device))
