@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from duorl.cli.rank_exit import exit_now, leave_rank
-from duorl.cli.early_stop import STOPPED
+from duorl.cli.early_stop import say_stopped
 from duorl.cli.run_context import Place, RunContext
 from duorl.cli.train_steps.checks import check
 from duorl.cli.train_steps.duo import build_duo
@@ -145,7 +145,7 @@ def _stopped_before_start(place: Place) -> bool:
     if place.ctx is not None:
         stop_now = any(place.ctx.all_gather(stop_now, "agreeing whether to start", group="startup"))
     if stop_now and place.lead:
-        print(STOPPED, file=sys.stderr, flush=True)
+        say_stopped()
     return stop_now
 
 
