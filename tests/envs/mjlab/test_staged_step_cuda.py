@@ -10,9 +10,14 @@ tick left it. What is compared is one tick from one state, 300 times, episodes e
 
 Tolerances: the swing-up has no contacts and compares to 1e-5; the G1 to CONTACT_TOL (the same bound as
 the captured duorl tick's test: MuJoCo Warp's contact atomics moved a G1 reward by 2.2e-4 between a
-captured and an eager tick). Done flags must agree in every env and tick but a few, where an atomic sum
-lands on the other side of a termination threshold; a stale buffer or a generator out of step would move
-whole rows every tick.
+captured and an eager tick). A term that parts further is held to what mjlab's own step does: each
+tick the eager env also steps a second time from the same state (restored, the same draws), and a term
+whose eager-vs-eager difference is nonzero in this run may part from the staged step by up to
+equality_bounds.K_BASELINE times it (on the H200 the G1's `critic.foot_contact_forces` parts by 3e-3 at
+its 4th tick: the contact forces spread over a foot's contacts are not unique). Terms that never part
+between two eager runs keep the fixed tolerance. Done flags must agree in every env and tick but a few,
+where an atomic sum lands on the other side of a termination threshold; a stale buffer or a generator
+out of step would move whole rows every tick.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 import pytest
 import torch
 
+from tests.envs.mjlab.equality_bounds import over_bounds
 from tests.envs.mjlab.test_staged_step import CARTPOLE, G1, _pair_on
 
 pytestmark = pytest.mark.cuda
@@ -73,10 +79,11 @@ def _arrays(root: Any) -> dict[str, Any]:
     return out
 
 
-def _copy_state(src: Any, dst: Any) -> int:
-    a, b = _arrays(src), _arrays(dst)
+def _copy_into(src: dict[str, Any], dst: Any) -> int:
+    """Copy the tensors `src` (an `_arrays` map, by path) into the same paths of `dst`'s arrays."""
+    b = _arrays(dst)
     n = 0
-    for path, t in a.items():
+    for path, t in src.items():
         u = b.get(path)
         if u is not None and u.shape == t.shape and u.dtype == t.dtype and u.data_ptr() != t.data_ptr():
             try:
@@ -87,67 +94,196 @@ def _copy_state(src: Any, dst: Any) -> int:
     return n
 
 
-def _term_at(vec: Any, key: str, column: int) -> str:
-    """The mjlab observation term behind column `column` of duorl's `key` ("actor"/"critic") observation."""
+def _copy_state(src: Any, dst: Any) -> int:
+    return _copy_into(_arrays(src), dst)
+
+
+# mjlab's step counters, plain ints on its env (the curriculum and the event intervals read them)
+_PY_COUNTERS = ("common_step_counter", "_sim_step_counter")
+
+
+def _snapshot(vec: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A copy of everything `_copy_state` copies, and mjlab's step counters: the state to step from twice."""
+    return ({path: t.clone() for path, t in _arrays(vec).items()},
+            {name: getattr(vec.env, name) for name in _PY_COUNTERS if hasattr(vec.env, name)})
+
+
+def _restore(vec: Any, snap: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    arrays, counters = snap
+    _copy_into(arrays, vec)
+    for name, value in counters.items():
+        setattr(vec.env, name, value)
+
+
+def _clone(x: Any) -> Any:
+    """A step's outputs, cloned: mjlab and duorl reuse some buffers on the next step of the same env."""
+    if isinstance(x, torch.Tensor):
+        return x.clone()
+    if isinstance(x, dict):
+        return {k: _clone(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_clone(v) for v in x)
+    return x
+
+
+def _term_slices(vec: Any, key: str) -> list[tuple[str, int, int]]:
+    """(mjlab term "group.name", first column, end column) of duorl's `key` ("actor"/"critic") observation."""
     import math
 
     manager = vec.env.observation_manager
     groups = vec._actor_groups if key == "actor" else vec._critic_groups
-    at = 0
+    out, at = [], 0
     for group in groups:
         for name, dims in zip(manager.active_terms[group], manager.group_obs_term_dim[group]):
             width = math.prod(dims)
-            if column < at + width:
-                return f"{group}.{name}[{column - at}]"
+            out.append((f"{group}.{name}", at, at + width))
             at += width
+    return out
+
+
+def _term_at(vec: Any, key: str, column: int) -> str:
+    """The mjlab observation term behind column `column` of duorl's `key` ("actor"/"critic") observation."""
+    for term, lo, hi in _term_slices(vec, key):
+        if lo <= column < hi:
+            return f"{term}[{column - lo}]"
     return f"column {column}"
 
 
-def _resynced_lockstep(eager: Any, staged: Any, steps: int, tol: float) -> dict[str, float]:
-    gen = torch.cuda.default_generators[torch.cuda.current_device()]
+def _rel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return (a - b).abs() / (1 + a.abs())
+
+
+def _term_diffs(vec: Any, ref: Any, other: Any, agree: torch.Tensor) -> dict[str, float]:
+    """The worst relative difference per observation term ("key:group.name", over the observation and the
+    final observation of every env whose flags agree), of the reward ("reward") and of the Task/ rows
+    ("metrics") between two step outputs `ref` and `other`; one host transfer."""
+    names, maxima = [], []
+    rows = agree.unsqueeze(1)
+    for key in ref[0]:
+        both = [torch.where(rows, _rel(e, s), torch.zeros_like(e))
+                for e, s in ((ref[0][key], other[0][key]), (ref[4]["final_obs"][key], other[4]["final_obs"][key]))]
+        diff = torch.maximum(*both)
+        for term, lo, hi in _term_slices(vec, key):
+            names.append(f"{key}:{term}")
+            maxima.append(diff[:, lo:hi].max())
+    names.append("reward")
+    maxima.append(torch.where(agree, _rel(ref[1], other[1]), torch.zeros_like(ref[1])).max())
+    m_e, m_s = ref[4]["metrics"], other[4]["metrics"]
+    if m_e is not None and m_e.numel():
+        names.append("metrics")
+        maxima.append(_rel(m_e, m_s).max())
+    return dict(zip(names, torch.stack(maxima).double().tolist()))
+
+
+def _worst_at(vec: Any, ref: Any, other: Any, agree: torch.Tensor) -> str:
+    """Where the worst observation difference of `other` against `ref` is: key, term, env, both values."""
+    best, where = -1.0, ""
+    rows = agree.unsqueeze(1)
+    for key in ref[0]:
+        for which, e, s in (("obs", ref[0][key], other[0][key]),
+                            ("final_obs", ref[4]["final_obs"][key], other[4]["final_obs"][key])):
+            diff = torch.where(rows, _rel(e, s), torch.zeros_like(e))
+            d = diff.max().item()
+            if d > best:
+                env, col = divmod(int(diff.argmax()), diff.shape[1])
+                best, where = d, (f"{which} {key} {_term_at(vec, key, col)} env {env}: eager {e[env, col].item():.4g} "
+                                  f"other {s[env, col].item():.4g}")
+    return where
+
+
+def _generator(device: torch.device) -> torch.Generator:
+    """The default generator of `device` (mjlab's draws: torch.rand on the env's device)."""
+    if device.type == "cuda":
+        return torch.cuda.default_generators[device.index if device.index is not None else torch.cuda.current_device()]
+    return torch.default_generator
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _resynced_lockstep(eager: Any, staged: Any, steps: int, tol: float, rerun: bool = True, window: int = 1,
+                       on_tick: Any = None) -> dict[str, Any]:
+    """Step the staged env and mjlab's own eager env from one copied state, `window` ticks at a time (1: every
+    tick from one state), `steps` ticks in all; with `rerun`, the eager env also steps the same ticks a second
+    time from the same state (restored) with the same draws: the run-to-run baseline of equality_bounds.py.
+
+    Returns the counts (flag mismatches, resets, draws out of step), "staged" and "rerun": the worst relative
+    difference per term (observation terms, "reward", "metrics") over all ticks, staged against eager and
+    eager against eager; "first_over_tol": the first tick each staged term exceeded `tol`. `on_tick(tick,
+    staged_terms, rerun_terms)` sees every tick's differences (the benchmark script prints them)."""
+    device = eager.device
+    gen = _generator(device)
     torch.manual_seed(11)
     eager.reset()
     torch.manual_seed(11)
     staged.reset()
     _copy_state(eager, staged)
-    actions = torch.Generator(device="cuda").manual_seed(5)
+    actions = torch.Generator(device=device).manual_seed(5)
     n, a = eager.num_envs, eager.spec.action_dim
-    worst = {"obs": 0.0, "reward": 0.0, "metrics": 0.0, "flag_mismatches": 0, "resets": 0, "rng_mismatches": 0}
-    for step in range(steps):
-        act = torch.rand(n, a, generator=actions, device="cuda") * 2 - 1
-        start = gen.get_state()
-        out_e = eager.step(act)
-        after_e = gen.get_state()
-        gen.set_state(start)
-        out_s = staged.step(act)
-        torch.cuda.synchronize()
-        flags_e, flags_s = out_e[2] | out_e[3], out_s[2] | out_s[3]
-        agree = (out_e[2] == out_s[2]) & (out_e[3] == out_s[3])
-        worst["flag_mismatches"] += int((~agree).sum())
-        worst["resets"] += int(flags_e.sum())
-        rows = agree.unsqueeze(1)
-        for key in out_e[0]:
-            for which, e, s in (("obs", out_e[0][key], out_s[0][key]),
-                                ("final_obs", out_e[4]["final_obs"][key], out_s[4]["final_obs"][key])):
-                diff = torch.where(rows, (e - s).abs() / (1 + e.abs()), torch.zeros_like(e))
-                d = diff.max().item()
-                if d > worst["obs"]:
-                    worst["obs"] = d
-                    env, col = divmod(int(diff.argmax()), diff.shape[1])
-                    worst["obs_at"] = (f"{which} {key} {_term_at(eager, key, col)} env {env}: eager {e[env, col].item():.4g} "
-                                       f"staged {s[env, col].item():.4g}, {int((diff > tol).sum())} elements over tol "
-                                       f"in columns {sorted({_term_at(eager, key, c) for c in (diff > tol).nonzero()[:, 1].tolist()})[:12]}")
-        d = torch.where(agree, (out_e[1] - out_s[1]).abs() / (1 + out_e[1].abs()), torch.zeros_like(out_e[1]))
-        worst["reward"] = max(worst["reward"], d.max().item())
-        m_e, m_s = out_e[4]["metrics"], out_s[4]["metrics"]
-        worst["metrics"] = max(worst["metrics"], ((m_e - m_s).abs() / (1 + m_e.abs())).max().item())
-        if bool(torch.equal(flags_e, flags_s)) and not torch.equal(gen.get_state(), after_e):
-            worst["rng_mismatches"] += 1
-        assert worst["obs"] <= tol and worst["reward"] <= tol and worst["metrics"] <= tol, (step, worst)
-        gen.set_state(after_e)
+    worst: dict[str, Any] = {"flag_mismatches": 0, "resets": 0, "rng_mismatches": 0, "rerun_flag_mismatches": 0,
+                             "rerun_rng_mismatches": 0, "staged": {}, "rerun": {}, "first_over_tol": {}}
+
+    def fold(into: dict[str, float], terms: dict[str, float]) -> None:
+        for k, v in terms.items():
+            into[k] = max(into.get(k, 0.0), v) if v == v else v  # a NaN stays
+
+    for w in range(0, steps, window):
+        acts = [torch.rand(n, a, generator=actions, device=device) * 2 - 1 for _ in range(min(window, steps - w))]
+        snap = _snapshot(eager) if rerun else None
+        starts, outs_e = [], []
+        for act in acts:
+            starts.append(gen.get_state())
+            outs_e.append(_clone(eager.step(act)))
+        ends = starts[1:] + [gen.get_state()]
+        outs_r: list[Any] = []
+        if rerun:
+            _restore(eager, snap)
+            for act, start, end in zip(acts, starts, ends):
+                gen.set_state(start)
+                outs_r.append(_clone(eager.step(act)))
+                if not torch.equal(gen.get_state(), end):
+                    worst["rerun_rng_mismatches"] += 1
+        outs_s = []
+        for act, start, end, out_e in zip(acts, starts, ends, outs_e):
+            gen.set_state(start)
+            out_s = _clone(staged.step(act))
+            outs_s.append(out_s)
+            same_flags = torch.equal(out_e[2] | out_e[3], out_s[2] | out_s[3])
+            if same_flags and not torch.equal(gen.get_state(), end):
+                worst["rng_mismatches"] += 1
+        _sync(device)
+        for i, (out_e, out_s) in enumerate(zip(outs_e, outs_s)):
+            tick = w + i
+            agree = (out_e[2] == out_s[2]) & (out_e[3] == out_s[3])
+            worst["flag_mismatches"] += int((~agree).sum())
+            worst["resets"] += int((out_e[2] | out_e[3]).sum())
+            terms_s = _term_diffs(eager, out_e, out_s, agree)
+            fold(worst["staged"], terms_s)
+            for k, v in terms_s.items():
+                if not v <= tol and k not in worst["first_over_tol"]:
+                    worst["first_over_tol"][k] = (tick, v, _worst_at(eager, out_e, out_s, agree))
+            terms_r: dict[str, float] = {}
+            if rerun:
+                out_r = outs_r[i]
+                agree_r = (out_e[2] == out_r[2]) & (out_e[3] == out_r[3])
+                worst["rerun_flag_mismatches"] += int((~agree_r).sum())
+                terms_r = _term_diffs(eager, out_e, out_r, agree_r)
+                fold(worst["rerun"], terms_r)
+            if on_tick is not None:
+                on_tick(tick, terms_s, terms_r)
+        gen.set_state(ends[-1])
         _copy_state(eager, staged)
-    print(f"staged vs eager, {steps} ticks from the same state each: {worst}")
     return worst
+
+
+def _summary(worst: dict[str, Any]) -> str:
+    """One line: the counts, and each term that parted (staged vs eager, eager vs eager)."""
+    counts = {k: v for k, v in worst.items() if isinstance(v, int)}
+    parted = {k: (f"{v:.3g}", f"{worst['rerun'].get(k, float('nan')):.3g}") for k, v in worst["staged"].items()
+              if v > 0 or worst["rerun"].get(k, 0.0) > 0}
+    return f"{counts}; terms that parted (staged vs eager, eager vs eager): {parted or 'none'}"
 
 
 @pytest.mark.parametrize("task_id,num_envs,episode,tol", [(CARTPOLE, 64, 25, 1e-5), (G1, 128, 40, CONTACT_TOL)])
@@ -161,10 +297,16 @@ def test_captured_staged_step_equals_mjlabs_own_step_from_the_same_state(task_id
     finally:
         eager.close()
         staged.close()
+    print(f"staged vs eager, 300 ticks from the same state each: {_summary(worst)}")
+    # every term within `tol`, but those that part between two eager runs from the same state (MuJoCo
+    # Warp's contact atomics): those within K_BASELINE x that measured difference (equality_bounds.py)
+    over = over_bounds(worst["staged"], worst["rerun"], tol)
+    assert not over, {"over (staged, eager vs eager, bound)": over,
+                      "first over tol": {k: worst["first_over_tol"].get(k) for k in over}}
     captured = {name: s["graph"] for name, s in state["stages"].items() if "runs" in s}
     assert captured and all(captured.values()), state
     assert not state["notes"], state["notes"]
     assert state["reset_body"]["graph_per_count"] and state["reset_body"]["captured"] >= 1, state["reset_body"]
     assert worst["resets"] >= 300 // episode * num_envs
     assert worst["flag_mismatches"] <= max(2, worst["resets"] // 100), worst
-    assert worst["rng_mismatches"] == 0, worst
+    assert worst["rng_mismatches"] == 0 and worst["rerun_rng_mismatches"] == 0, worst
