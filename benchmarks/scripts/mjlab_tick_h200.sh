@@ -12,7 +12,12 @@
 # after the training runs in what is left of BUDGET_S; or run it alone:
 #   python3 -m pytest -m cuda -q tests/envs/mjlab/test_staged_step_cuda.py -p no:cacheprovider -s).
 # PROFILE_ARMS (default "eager staged staged_reset_graphs"; empty skips the profile) picks the profile's
-# arms, TRAIN_TASKS (default "g1 go1"; empty skips training) the training pairs.
+# arms, TRAIN_TASKS (default "g1 go1"; empty skips training) the training pairs. The profile builds every
+# arm first, then times them in MJLAB_TICK_ROUNDS rounds (default 5) of MJLAB_TICK_ROUND_TICKS ticks each
+# (default 30), the order alternating (ABC CBA ...), and reports per arm the median and min-max of the
+# rounds and the ratio to eager within each round; its torch.profiler passes run once per arm after them.
+# The tick profile alone (about 200-300 s with a cold warp cache, three G1 envs of 4096 alive at once):
+#   TRAIN_TASKS= MJLAB_TICK_ROUNDS=5 bash benchmarks/scripts/mjlab_tick_h200.sh OUT_DIR 330
 # Writes (flat, at most 10 files): env.txt (GPU, driver, tree), profile.json and profile.log
 # (benchmarks/scripts/mjlab_tick_profile.py --device cuda: ms per tick, GPU busy, kernels and host syncs
 # per tick and stage, both arms), train.log (the runs' output), metrics_{g1,g1eager,go1,go1eager}.jsonl.gz,
@@ -51,7 +56,8 @@ if [ -n "$arms" ]; then
   echo "+ profile $arms (limit ${cap} s)" | tee "$out/profile.log"
   # shellcheck disable=SC2086
   timeout "$cap" python3 benchmarks/scripts/mjlab_tick_profile.py --device cuda --task $G1 --num-envs 4096 \
-    --arms $arms --ticks 30 --warmup 10 --out "$out/profile.json" >> "$out/profile.log" 2>&1
+    --arms $arms --ticks 30 --warmup 10 --rounds "${MJLAB_TICK_ROUNDS:-5}" \
+    --round-ticks "${MJLAB_TICK_ROUND_TICKS:-30}" --out "$out/profile.json" >> "$out/profile.log" 2>&1
   echo "profile rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/profile.log"
 fi
 
@@ -94,6 +100,14 @@ try:
 except (OSError, ValueError) as e:
     prof = {"arms": []}
     print(f"no profile: {e}")
+timing = prof.get("timing")
+if timing:
+    print(f"timing: {timing['rounds']} rounds x {timing['ticks_per_round']} ticks per arm, order alternating")
+    for name, row in timing["arms"].items():
+        ratio = (f"  x eager {row['ratio_to_eager_median']:.3f} ({row['ratio_to_eager_min']:.3f}-{row['ratio_to_eager_max']:.3f})"
+                 if "ratio_to_eager_median" in row else "")
+        print(f"  {name:20s} median {row['ms_per_tick_median']:8.2f} ms/tick (rounds {row['ms_per_tick_min']:.2f}-"
+              f"{row['ms_per_tick_max']:.2f}){ratio}")
 print(f"{'arm':8s} {'ms/tick':>8s} {'steps/s':>9s} {'GPU busy ms':>11s} {'kernels':>8s} {'eager ops':>9s} "
       f"{'syncs':>6s} {'sync warns':>10s}")
 for arm in prof["arms"]:

@@ -1,13 +1,25 @@
 """Where the collector tick of an mjlab task goes: torch ops per stage and every host sync with its line.
 
     python3 benchmarks/scripts/mjlab_tick_profile.py [--task Mjlab-Velocity-Flat-Unitree-G1] [--num-envs 8]
-        [--device cpu|cuda] [--arms eager staged staged_reset_graphs] [--ticks 40] [--warmup 10] [--out FILE.json] [key=value ...]
+        [--device cpu|cuda] [--arms eager staged staged_reset_graphs] [--ticks 40] [--warmup 10]
+        [--rounds R] [--round-ticks T] [--out FILE.json] [key=value ...]
+
+Env vars: MJLAB_TICK_ROUNDS (R, default 5) and MJLAB_TICK_ROUND_TICKS (T, default 30) are the defaults of
+--rounds and --round-ticks. CPU dry run (tiny):
+    MJLAB_TICK_ROUNDS=2 MJLAB_TICK_ROUND_TICKS=2 python3 benchmarks/scripts/mjlab_tick_profile.py --num-envs 2 \
+        --arms eager staged --ticks 2 --warmup 2
 
 It builds the collector's tick as `duorl bench collector` does (runtime/tick.py over MjlabVecEnv, sac's
 actor) once per arm: `eager` (sim.mjlab_staged_step=false: mjlab's own env.step, then duorl's reset of the
 done envs), `staged` (sim.mjlab_staged_step=true: envs/mjlab/staged_step.py) and `staged_reset_graphs` (the
 same with the reset body as a graph per number of done envs, `StagedStep(reset_graphs=True)`). After `--warmup` ticks it
-records `--ticks` ticks:
+times the arms in rounds, then records `--ticks` ticks of each:
+
+  timing           every arm is built and warmed first and stays alive; then R rounds, each timing T ticks
+                   of every arm, the order alternating (ABC, CBA, ABC, ...: no arm always first or after the
+                   same one). Per arm: the median and the min-max of its round values (ms per tick over the
+                   round's T ticks), and its ratio to eager within each round (median, min-max). The arms
+                   of one sequential pass each were not comparable to 10% (issue #40, 2026-12-03).
 
   ops per stage    every aten op (views apart: they launch no kernel) and every warp launch, counted in the
                    stage that ran it. Stages are the tick's parts (actor, env step, replay write, sums), mjlab's
@@ -25,7 +37,7 @@ records `--ticks` ticks:
 
 With `--device cuda` it also runs torch.profiler over the ticks (GPU busy time, the union of kernel and
 memcpy intervals, against wall time; kernels per tick) and torch.cuda.set_sync_debug_mode("warn"), whose
-warnings name each sync that torch sees, with the Python line that made it; and times `--ticks` plain ticks.
+warnings name each sync that torch sees, with the Python line that made it (each arm once, after the rounds).
 """
 
 from __future__ import annotations
@@ -389,45 +401,97 @@ def sync_debug_pass(tick: Any, ticks: int, first: int) -> list[dict[str, Any]]:
             for (w, s), n in sorted(seen.items(), key=lambda kv: -kv[1])]
 
 
-def profile_arm(args: argparse.Namespace, arm: str) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    tick = build_tick(args.task, args.num_envs, args.device, arm != "eager", args.overrides, args.cpu_replay,
-                      True if arm == "staged_reset_graphs" else None)
-    build_s = time.perf_counter() - t0
-    first = 0
-    tick.run(first, args.warmup)
-    first += args.warmup
-    # the staged step captures a graph stage on its second run: warm on until every one is captured (the
-    # reset path's first needs two ticks with done envs), so that no pass below records a capture
-    staged = getattr(tick.env, "staged", None)
-    extra = 0
-    while staged is not None and not _all_captured(staged) and extra < args.max_extra_warmup:
-        tick.run(first, 1)
-        first += 1
-        extra += 1
-    _sync(args.device)
-    if staged is not None:
-        # no capture inside the measured ticks (a reset body for a count of done envs not seen yet runs
-        # eagerly): they measure the captured step, and no profiler records a capture
-        staged.capture_enabled = False
-        runs_before = dict(staged.stage_runs)
-    out: dict[str, Any] = {"arm": arm, "build_s": round(build_s, 1), "warmup_ticks": first}
-    out["timed"] = time_pass(tick, args.ticks, first, args.device)
-    first += args.ticks
-    out["counts"] = count_pass(tick, args.ticks, first, args.device)
-    first += args.ticks
-    if args.device.startswith("cuda"):
-        out["gpu"] = gpu_profile_pass(tick, args.ticks, first)
-        first += args.ticks
-        out["sync_debug"] = sync_debug_pass(tick, args.ticks, first)
-        first += args.ticks
-    if staged is not None:
-        out["staged"] = staged.describe()
-        out["measured_stage_runs"] = {k: v - runs_before[k] for k, v in staged.stage_runs.items()}
-        out["graph_stages"] = [f"stage:{n}" for n in out["staged"]["graphs_now"]]
-    tick.release()
-    tick.env.close()
+class Arm:
+    """One arm's collector tick, built and warmed once, kept while the timing rounds alternate the arms;
+    `first` is the next tick's index."""
+
+    def __init__(self, args: argparse.Namespace, arm: str) -> None:
+        t0 = time.perf_counter()
+        self.name = arm
+        self.tick = build_tick(args.task, args.num_envs, args.device, arm != "eager", args.overrides, args.cpu_replay,
+                               True if arm == "staged_reset_graphs" else None)
+        self.build_s = time.perf_counter() - t0
+        self.tick.run(0, args.warmup)
+        self.first = args.warmup
+        # the staged step captures a graph stage on its second run: warm on until every one is captured (the
+        # reset path's first needs two ticks with done envs), so that no pass below records a capture
+        self.staged = getattr(self.tick.env, "staged", None)
+        extra = 0
+        while self.staged is not None and not _all_captured(self.staged) and extra < args.max_extra_warmup:
+            self.tick.run(self.first, 1)
+            self.first += 1
+            extra += 1
+        _sync(args.device)
+        self.runs_before: dict[str, int] = {}
+        if self.staged is not None:
+            # no capture inside the measured ticks (a reset body for a count of done envs not seen yet runs
+            # eagerly): they measure the captured step, and no profiler records a capture
+            self.staged.capture_enabled = False
+            self.runs_before = dict(self.staged.stage_runs)
+        self.out: dict[str, Any] = {"arm": arm, "build_s": round(self.build_s, 1), "warmup_ticks": self.first}
+
+    def time(self, ticks: int, device: str) -> dict[str, float]:
+        r = time_pass(self.tick, ticks, self.first, device)
+        self.first += ticks
+        return r
+
+    def profile(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The op counts and, on CUDA, torch.profiler and the sync-debug pass (after the timing rounds), then
+        the staged step's state; the env is released."""
+        out = self.out
+        out["counts"] = count_pass(self.tick, args.ticks, self.first, args.device)
+        self.first += args.ticks
+        if args.device.startswith("cuda"):
+            out["gpu"] = gpu_profile_pass(self.tick, args.ticks, self.first)
+            self.first += args.ticks
+            out["sync_debug"] = sync_debug_pass(self.tick, args.ticks, self.first)
+            self.first += args.ticks
+        if self.staged is not None:
+            out["staged"] = self.staged.describe()
+            out["measured_stage_runs"] = {k: v - self.runs_before[k] for k, v in self.staged.stage_runs.items()}
+            out["graph_stages"] = [f"stage:{n}" for n in out["staged"]["graphs_now"]]
+        self.tick.release()
+        self.tick.env.close()
+        return out
+
+
+def round_order(arms: list[str], rounds: int) -> list[list[str]]:
+    """The arms' order in each timing round: forward, then backward (ABC CBA ABC ...), so that no arm always
+    runs first or last after another."""
+    return [list(arms) if r % 2 == 0 else list(reversed(arms)) for r in range(rounds)]
+
+
+def summarize_rounds(per_round: list[dict[str, float]], reference: str = "eager") -> dict[str, dict[str, Any]]:
+    """Per arm, from each round's ms per tick: the median and min-max over the rounds, and the ratio to
+    `reference` of the same round (its median and min-max; ratio > 1: slower than the reference)."""
+    import statistics
+
+    out: dict[str, dict[str, Any]] = {}
+    for arm in per_round[0] if per_round else {}:
+        ms = [r[arm] for r in per_round]
+        row: dict[str, Any] = {"ms_per_tick_rounds": ms, "ms_per_tick_median": round(statistics.median(ms), 3),
+                               "ms_per_tick_min": round(min(ms), 3), "ms_per_tick_max": round(max(ms), 3)}
+        if reference in per_round[0] and arm != reference:
+            ratios = [r[arm] / r[reference] for r in per_round]
+            row.update(ratio_to_eager_median=round(statistics.median(ratios), 4),
+                       ratio_to_eager_min=round(min(ratios), 4), ratio_to_eager_max=round(max(ratios), 4))
+        out[arm] = row
     return out
+
+
+def timing_rounds(arms: list[Arm], args: argparse.Namespace) -> dict[str, Any]:
+    """`args.rounds` rounds, each timing `args.round_ticks` ticks of every arm, the arms alternating."""
+    per_round: list[dict[str, float]] = []
+    by_name = {a.name: a for a in arms}
+    for order in round_order([a.name for a in arms], args.rounds):
+        per_round.append({name: by_name[name].time(args.round_ticks, args.device)["ms_per_tick"] for name in order})
+    summary = summarize_rounds(per_round)
+    for a in arms:
+        row = summary[a.name]
+        med = row["ms_per_tick_median"]
+        a.out["timed"] = {"ms_per_tick": med, "env_steps_per_s": round(a.tick.env.num_envs * 1e3 / med, 1), **row}
+    return {"rounds": args.rounds, "ticks_per_round": args.round_ticks,
+            "order": round_order([a.name for a in arms], args.rounds), "per_round_ms": per_round, "arms": summary}
 
 
 def _all_captured(staged: Any) -> bool:
@@ -471,6 +535,15 @@ def print_arm(r: dict[str, Any]) -> None:
         print(f"   sync_debug {s['per_tick']:6.2f}  {s['warning'][:50]:50s} {s['source']}")
 
 
+def print_rounds(t: dict[str, Any]) -> None:
+    print(f"timing: {t['rounds']} rounds of {t['ticks_per_round']} ticks per arm, orders {t['order'][:2]}...")
+    for arm, row in t["arms"].items():
+        ratio = (f", ratio to eager {row['ratio_to_eager_median']} ({row['ratio_to_eager_min']}-"
+                 f"{row['ratio_to_eager_max']})" if "ratio_to_eager_median" in row else "")
+        print(f"   {arm:20s} {row['ms_per_tick_median']} ms per tick (rounds {row['ms_per_tick_min']}-"
+              f"{row['ms_per_tick_max']}){ratio}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="Mjlab-Velocity-Flat-Unitree-G1")
@@ -479,6 +552,10 @@ def main() -> int:
     p.add_argument("--arms", nargs="+", choices=("eager", "staged", "staged_reset_graphs"), default=["eager", "staged"])
     p.add_argument("--ticks", type=int, default=40)
     p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=int(os.environ.get("MJLAB_TICK_ROUNDS", "5")),
+                   help="timing rounds, the arms alternating (ABC CBA ...); env MJLAB_TICK_ROUNDS")
+    p.add_argument("--round-ticks", type=int, default=int(os.environ.get("MJLAB_TICK_ROUND_TICKS", "30")),
+                   help="ticks timed per arm per round; env MJLAB_TICK_ROUND_TICKS")
     p.add_argument("--max-extra-warmup", type=int, default=200,
                    help="more warm-up ticks, at most, until the staged step has captured every graph stage")
     p.add_argument("--out", default=None)
@@ -493,8 +570,14 @@ def main() -> int:
     results = {"task": args.task, "num_envs": args.num_envs, "device": args.device, "ticks": args.ticks,
                "warmup": args.warmup, "torch": torch.__version__, "overrides": args.overrides,
                "gpu": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else None, "arms": []}
-    for arm in args.arms:
-        r = profile_arm(args, arm)
+    built = [Arm(args, arm) for arm in args.arms]  # every arm's env alive at once (three G1 4096s fit an H200)
+    results["timing"] = timing_rounds(built, args)
+    print_rounds(results["timing"])
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=1)
+    for arm in built:
+        r = arm.profile(args)
         results["arms"].append(r)
         print_arm(r)
         if args.out:  # after each arm: a later arm's failure keeps the earlier one's result
