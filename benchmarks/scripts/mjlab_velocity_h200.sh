@@ -18,7 +18,7 @@
 #   by SIGINT at MINUTES (SIGKILL 30 s later if it hangs): rsl_rl has no wall budget.
 # Env vars: NUM_ENVS (default 4096, both trainers), DUORL_EXTRA (more duorl key=value overrides, e.g. a
 # tiny CPU config), DEVICE_ENV (default 1: source device_env.sh; 0 keeps PYTHONPATH as is, for a CPU dry
-# run), PYTHON (default python3).
+# run), PPO_GPU_IDS (default 0; None runs mjlab's trainer on the CPU), PYTHON (default python3).
 # Writes into OUT: run.env (trainer, task, seed, minutes, start_epoch), train.log, pid, rc (the trainer's
 # exit status: 124 is ppo stopped by the wall budget, as meant), and after `wait`: curve.csv (wall_s,
 # iteration, mean_episode_return, mean_episode_length), duorl's metrics.jsonl.gz or ppo's event file.
@@ -61,7 +61,7 @@ training.devices=[0] training.num_envs=$n training.seed=$seed training.max_wall_
 training.progress=false training.log_dir='$out/run' ${DUORL_EXTRA:-}";;
   ppo)
     cmd="cd /tmp && timeout -s INT -k 30 $secs $py -m mjlab.scripts.train $task --env.scene.num-envs $n \
---agent.logger tensorboard --agent.seed $seed --agent.max-iterations 1000000 --log-root '$out/ppo' --gpu-ids 0";;
+--agent.logger tensorboard --agent.seed $seed --agent.max-iterations 1000000 --log-root '$out/ppo' --gpu-ids ${PPO_GPU_IDS:-0}";;
   *) echo "error: TRAINER is duorl or ppo, not $trainer"; exit 2;;
 esac
 echo "+ $cmd" > "$out/train.log"

@@ -8,7 +8,9 @@ the seed and the start's epoch seconds) into OUT/curve.csv: wall_s, iteration, m
 mean_episode_length. duorl: from OUT/run/metrics.jsonl (its wall_s, build and compile included;
 Train/mean_episode_return, Train/mean_episode_length). ppo: from the tensorboard event file under OUT/ppo/
 (rsl_rl's Train/mean_reward and Train/mean_episode_length per iteration; wall_s is the event's wall time
-less the start's, so mjlab's start-up counts as duorl's does).
+less the start's, so mjlab's start-up counts as duorl's does; rsl_rl flushes its writer every 10 s, so a
+run stopped by SIGINT may lose its last 10 s of rows). Rows only from the first ended episode on: a run
+too short for one episode gives a header alone.
 
 `plot` reads every OUT's curve.csv and writes one PNG (mean episode return and episode length against wall
 minutes, a colour per trainer, a line per seed) and a markdown table of both at 1, 2, 5 and 10 minutes (the
