@@ -162,7 +162,9 @@ class AlgoParamsConfig:
     torch_compile: Optional[bool] = setting(
         None, "torch.compile the learner's networks (CUDA only; the first iteration compiles): null = on with "
               "CUDA, true = required (a CUDA learner), false = off")
-    # the learner-speed levers of issue #41 (benchmarks/2026-12-02_learner_round6_h200/): off until measured.
+    # the learner-speed levers of issue #41, measured on the H200 (benchmarks/2026-12-03_learner_round6_h200/):
+    # gradients_by_copy and packed_replay gain 2-7% and train bitwise like before, so they are on; the Triton
+    # kernels (layer_norm_silu=fused*, batchnorm_stats_kernel) measured slower or no faster, so they are off.
     # They change how the same update is computed (kernels, rounding, memory layout), not what is learned,
     # so a resumed run may switch them (and a checkpoint from before they existed resumes)
     layer_norm_silu: str = setting(
@@ -171,10 +173,10 @@ class AlgoParamsConfig:
                    "activations under autocast; needs Triton), fused_bias (also the linear map's bias, added in "
                    "that kernel instead of the product)", choices=LAYER_NORM_SILU, resume=MAY_DIFFER)
     gradients_by_copy: bool = setting(
-        False, "backward returns each optimizer group's gradients and one multi-tensor copy writes them into the "
+        True, "backward returns each optimizer group's gradients and one multi-tensor copy writes them into the "
                "gradient buffers (no zeroing and no accumulate per parameter)", resume=MAY_DIFFER)
     packed_replay: bool = setting(
-        False, "the replay ring keeps the seven sampled fields side by side in one tensor: a minibatch is one "
+        True, "the replay ring keeps the seven sampled fields side by side in one tensor: a minibatch is one "
                "gather instead of seven", resume=MAY_DIFFER)
     batchnorm_stats_kernel: bool = setting(
         False, "flashsac on CUDA: BatchNorm batch statistics that need no gradient (each network's input norm, "
