@@ -26,15 +26,18 @@ __all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "check_inputs", "
 
 def task_ids() -> list[str]:
     """Every task id in mjlab's registry: from the cache of them (envs/mjlab/spec_cache.py) when valid,
-    else imports mjlab and its tasks (several seconds; the import writes that cache)."""
+    else imports mjlab and its tasks (several seconds) and writes that cache."""
     from duorl.envs.mjlab.spec_cache import cached_ids
 
     ids = cached_ids()
     if ids is not None:
         return ids
     from duorl.envs.mjlab.loader import registry
+    from duorl.envs.mjlab.spec_cache import store_ids
 
-    return list(registry().list_tasks())
+    ids = list(registry().list_tasks())
+    store_ids(ids)
+    return ids
 
 
 def task_rows(refresh: bool = False) -> list[Any]:

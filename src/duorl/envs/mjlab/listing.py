@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from duorl.envs.mjlab import cache_files
+import duorl.envs.mjlab.cache_files as cache_files
 from duorl.envs.mjlab.cache_files import cache_dir, fingerprint
 from duorl.envs.mjlab.family import PREFIX, NotTrainable, keys_of, needs
 

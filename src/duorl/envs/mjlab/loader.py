@@ -115,9 +115,6 @@ def _import_mjlab() -> None:
         packages.append(TaskPackage(ep.name, ep.value, dist, tuple(i for i in reg.list_tasks() if i not in before)
                                     if fresh else ()))
     _packages = packages
-    from duorl.envs.mjlab.spec_cache import store_ids
-
-    store_ids(list(reg.list_tasks()))  # a later process's id check needs no import (envs/mjlab/__init__.task_ids)
 
 
 def env_cfg(task_id: str, task_cfg: Any, num_envs: int, seed: int, play: bool = False) -> Any:

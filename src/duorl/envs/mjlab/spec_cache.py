@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 from duorl.config.errors import InputRefused
 from duorl.envs.base import EnvSpec, spec_differences, spec_from_dict, spec_to_dict
-from duorl.envs.mjlab import cache_files
+import duorl.envs.mjlab.cache_files as cache_files
 
 REFRESH = "`duorl tasks --refresh` (or delete the file)"
 
