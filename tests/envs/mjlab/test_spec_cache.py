@@ -144,3 +144,29 @@ def test_a_warm_cache_spares_a_fresh_learner_the_mjlab_import_and_a_stale_one_do
         data["fingerprint"]["duorl"] = "0.0.0-other"
         path.write_text(json.dumps(data))
     assert _probe(tmp_path) == cold
+
+
+@pytest.mark.slow
+def test_a_run_whose_learner_read_a_doctored_spec_fails_in_the_collector_before_training(tmp_path, monkeypatch):
+    """The learner sizes itself by a cached spec the env does not have (actor_obs_dim 6, cartpole's is 5):
+    the collector's env build refuses it (exit 1, failed in the collector, the field and the file named),
+    and leaves the built env's spec in the file."""
+    from tests.conftest import run_duorl
+
+    monkeypatch.setenv("DUORL_CACHE_DIR", str(tmp_path / "cache"))
+    task_id = "Mjlab-Cartpole-Swingup"
+    cfg = MjlabConfig(name=f"mjlab:{task_id}", max_episode_steps=10)
+    doctored = EnvSpec(f"mjlab:{task_id}", 6, 5, 1, 10, 0.02, ())
+    spec_cache.store_spec(task_id, cfg, doctored, ())
+    path = spec_cache.cached_spec(task_id, cfg)[2]
+    run = tmp_path / "run"
+    r = run_duorl(run, "training.devices=[cpu]", "training.num_envs=2", "task.max_episode_steps=10",
+                  "algo.max_iterations=2", task=f"mjlab:{task_id}", sim="mjwarp", timeout=400)
+    assert r.returncode == 1, r.stderr[-4000:]
+    summary = json.loads((run / "run_summary.json").read_text())
+    assert summary["status"] == "failed" and summary["iterations"] == 0
+    assert summary["failed_part"].startswith("collector"), summary["failed_part"]
+    assert "StaleSpecCache" in summary["error"] and "actor_obs_dim: 6 != 5" in summary["error"]
+    assert str(path) in summary["error"] and "duorl tasks --refresh" in summary["error"]
+    fresh = spec_cache.cached_spec(task_id, cfg)[0]
+    assert fresh.actor_obs_dim == 5 and fresh != doctored
