@@ -77,12 +77,14 @@ def build_rows() -> list[MjlabRow]:
     """Every task of mjlab's registry, and a row per package whose entry point fails to import."""
     from duorl.envs.mjlab.loader import registry, task_packages
     from duorl.envs.mjlab.quiet import quiet_libraries
+    from duorl.envs.mjlab.spec_cache import store_ids
 
     with quiet_libraries():
         reg = registry()
         packages = task_packages()
         owner = {i: f"mjlab entry point {p.dist}" for p in packages for i in p.task_ids}
         rows = [_row(i, owner.get(i, "mjlab")) for i in reg.list_tasks()]
+    store_ids(list(reg.list_tasks()))  # what a run's id check reads without mjlab (spec_cache.py)
     for p in packages:
         if p.error is not None:
             problem = f"the mjlab.tasks entry point {p.name} = {p.value} fails to import: {p.error}"
