@@ -166,7 +166,8 @@ def test_a_run_whose_learner_read_a_doctored_spec_fails_in_the_collector_before_
     summary = json.loads((run / "run_summary.json").read_text())
     assert summary["status"] == "failed" and summary["iterations"] == 0
     assert summary["failed_part"].startswith("collector"), summary["failed_part"]
-    assert "StaleSpecCache" in summary["error"] and "actor_obs_dim: 6 != 5" in summary["error"]
+    assert "is not the spec of the env built now" in summary["error"] and "actor_obs_dim: 6 != 5" in summary["error"]
+    assert "Traceback" not in summary["error"] and "Traceback" not in r.stderr  # the cause in words, one line
     assert str(path) in summary["error"] and "duorl tasks --refresh" in summary["error"]
     fresh = spec_cache.cached_spec(task_id, cfg)[0]
     assert fresh.actor_obs_dim == 5 and fresh != doctored
