@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -65,6 +66,43 @@ class EnvSpec:
         out = dict(self.__dict__)
         out["mirror"] = self.mirror is not None
         return out
+
+
+def spec_to_dict(spec: EnvSpec) -> dict[str, Any]:
+    """The whole spec as JSON-friendly values (the mirror's permutations included), for a file that
+    `spec_from_dict` reads back into an equal EnvSpec (envs/mjlab/spec_cache.py)."""
+    out = dataclasses.asdict(spec)
+    if spec.mirror is not None:
+        out["mirror"] = {k: [list(v[0]), list(v[1])] for k, v in out["mirror"].items()}
+    out["metric_names"] = list(spec.metric_names)
+    return out
+
+
+def spec_from_dict(data: dict[str, Any]) -> EnvSpec:
+    """The EnvSpec `spec_to_dict` wrote; ValueError or TypeError for anything else (a field missing, one
+    unknown, a value of the wrong type), so that a reader can treat the file as absent."""
+    names = {f.name for f in dataclasses.fields(EnvSpec)}
+    if set(data) != names:
+        raise ValueError(f"EnvSpec fields {sorted(names)} expected, the file has {sorted(data)}")
+    typed = {"task": str, "actor_obs_dim": int, "critic_obs_dim": int, "action_dim": int, "max_episode_steps": int}
+    for name, kind in typed.items():
+        if not isinstance(data[name], kind) or isinstance(data[name], bool):
+            raise TypeError(f"EnvSpec.{name}: {data[name]!r} is not {kind.__name__}")
+    if not isinstance(data["control_dt"], (int, float)) or isinstance(data["control_dt"], bool):
+        raise TypeError(f"EnvSpec.control_dt: {data['control_dt']!r} is not a number")
+    if not isinstance(data["metric_names"], list) or not all(isinstance(n, str) for n in data["metric_names"]):
+        raise TypeError(f"EnvSpec.metric_names: {data['metric_names']!r} is not a list of names")
+    mirror = data["mirror"]
+    if mirror is not None:
+        mirror = Mirror(**{k: (tuple(int(i) for i in v[0]), tuple(float(x) for x in v[1])) for k, v in mirror.items()})
+    return EnvSpec(**{**data, "control_dt": float(data["control_dt"]), "metric_names": tuple(data["metric_names"]),
+                      "mirror": mirror})
+
+
+def spec_differences(expected: EnvSpec, actual: EnvSpec) -> list[str]:
+    """One line per field in which `actual` differs from `expected` ("action_dim: 29 != 23"); empty when equal."""
+    return [f"{f.name}: {getattr(expected, f.name)!r} != {getattr(actual, f.name)!r}"
+            for f in dataclasses.fields(EnvSpec) if getattr(expected, f.name) != getattr(actual, f.name)]
 
 
 MAX_TASK_METRICS = 16  # the collector's stat slots task_metric_0..15 (runtime/control.py)

@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from duorl.config.errors import InputRefused
 from duorl.runtime.control import (
     COLLECTOR_PID,
     FINAL_BOUNDARY,
@@ -127,7 +128,8 @@ def collector_main(args: CollectorArgs) -> None:
         pass
     except PeerStalled as e:
         _end_stalled_learner(args, str(e))
-    except WriteFailed as e:  # a full disk: the cause in words is the whole story
+    except (WriteFailed, InputRefused) as e:  # a full disk, an env that refuses to be built as asked (a stale
+        # spec cache, a step it cannot take): the cause in words is the whole story
         control.write_error(f"collector (pid {os.getpid()}) failed in phase '{control.phase()}': {e}")
         sys.stderr.write(f"duorl: error: {control.read_error()}\n")
         code = 1

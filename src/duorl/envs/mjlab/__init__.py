@@ -25,10 +25,19 @@ __all__ = ["PREFIX", "INSTALL", "check_installed", "task_ids", "check_inputs", "
 
 
 def task_ids() -> list[str]:
-    """Every task id in mjlab's registry (imports mjlab and its tasks: several seconds)."""
-    from duorl.envs.mjlab.loader import registry
+    """Every task id in mjlab's registry: from the cache of them (envs/mjlab/spec_cache.py) when valid,
+    else imports mjlab and its tasks (several seconds) and writes that cache."""
+    from duorl.envs.mjlab.spec_cache import cached_ids
 
-    return list(registry().list_tasks())
+    ids = cached_ids()
+    if ids is not None:
+        return ids
+    from duorl.envs.mjlab.loader import registry
+    from duorl.envs.mjlab.spec_cache import store_ids
+
+    ids = list(registry().list_tasks())
+    store_ids(ids)
+    return ids
 
 
 def task_rows(refresh: bool = False) -> list[Any]:
@@ -55,7 +64,8 @@ def check_inputs(task_id: str, task_cfg: TaskConfig) -> None:
 def task_spec(task_id: str, task_cfg: TaskConfig) -> EnvSpec:
     """Sizes, timing and logged terms of mjlab's `task_id`. Refuses (InputRefused) a task duorl cannot
     train (camera observations, an action term of an unsupported type) before building anything; else
-    builds the task once with one env on Warp's CPU device and caches the spec for this process."""
+    builds the task once with one env on Warp's CPU device and caches the spec for this process and on
+    disk; a valid spec on disk (envs/mjlab/spec_cache.py) is read instead, without importing mjlab."""
     from duorl.envs.mjlab.spec import task_spec as _task_spec
 
     return _task_spec(task_id, task_cfg)

@@ -4,28 +4,23 @@ A row's status is `trainable`, or why duorl cannot train the task as it stands: 
 family's required key, e.g. a tracking task's clip: no sizes without it), `camera observations` (or
 another NotTrainable reason from the configuration), or, for a package on mjlab's `mjlab.tasks` entry
 points that fails to import, its error (the one case a listing calls broken). The sizes need mjlab
-imported (10-25 s here) and each task built once with one env (up to seconds each): the rows are kept
-in <duorl cache>/tasks/mjlab-<version>.json, valid while mjlab's version, duorl's, and the entry points
-of `mjlab.tasks` (their names, values, distributions' versions and the modification times of their
-top-level modules) stay the same; `refresh` rebuilds them.
+imported (10-25 s here) and each task built once with one env (up to seconds each; each build also
+leaves the task's spec in spec_cache.py's cache): the rows are kept in <duorl cache>/tasks/mjlab-<version>.json,
+valid while cache_files.fingerprint() stays the same; `refresh` rebuilds them (and the specs).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+import duorl.envs.mjlab.cache_files as cache_files
+from duorl.envs.mjlab.cache_files import cache_dir, fingerprint
 from duorl.envs.mjlab.family import PREFIX, NotTrainable, keys_of, needs
-from duorl.envs.mjlab.loader import ENTRY_POINT_GROUP
 
 TRAINABLE = "trainable"
-CACHE_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -46,51 +41,20 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text.splitlines()[0] if text else '(no message)'}"
 
 
-def fingerprint() -> dict[str, Any]:
-    """What the cached rows depend on, read without importing mjlab (importlib.metadata: milliseconds)."""
-    from importlib.metadata import entry_points, version
-
-    import duorl
-
-    packages = []
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        top = ep.value.split(":")[0].split(".")[0]
-        try:
-            spec = importlib.util.find_spec(top)
-            origin = spec.origin if spec is not None else None
-        except (ImportError, ValueError):
-            origin = None
-        mtime = os.stat(origin).st_mtime if origin and os.path.exists(origin) else None
-        dist = getattr(ep, "dist", None)
-        packages.append([ep.name, ep.value, dist.name if dist else "?", dist.version if dist else "?", origin, mtime])
-    return {"format": CACHE_FORMAT, "mjlab": version("mjlab"), "duorl": duorl.__version__, "packages": sorted(packages)}
-
-
 def cache_path(fp: dict[str, Any]) -> Path:
-    from duorl.gpu.compiling import duorl_cache_root
-
-    return duorl_cache_root() / "tasks" / f"mjlab-{fp['mjlab']}.json"
+    return cache_dir() / f"mjlab-{fp['mjlab']}.json"
 
 
 def _read_cache(path: Path, fp: dict[str, Any]) -> Optional[list[MjlabRow]]:
+    payload = cache_files.read(path, fp)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("fingerprint") != fp:
-            return None
-        return [MjlabRow(**row) for row in data["rows"]]
-    except (OSError, ValueError, TypeError, KeyError):
-        return None  # absent, or not this format: rebuilt
+        return None if payload is None else [MjlabRow(**row) for row in payload["rows"]]
+    except (TypeError, KeyError):
+        return None  # not this format: rebuilt
 
 
 def _write_cache(path: Path, fp: dict[str, Any], rows: list[MjlabRow]) -> None:
-    """Atomically; a cache that cannot be written is only slower next time."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8") as f:
-            json.dump({"fingerprint": fp, "rows": [dataclasses.asdict(r) for r in rows]}, f, indent=1)
-        os.replace(f.name, path)
-    except OSError:
-        pass
+    cache_files.write(path, fp, {"rows": [dataclasses.asdict(r) for r in rows]})
 
 
 def _row(task_id: str, source: str) -> MjlabRow:
@@ -101,7 +65,7 @@ def _row(task_id: str, source: str) -> MjlabRow:
     if missing:
         return MjlabRow(name, source, "needs " + ", ".join(f"task.{k}" for k in missing))
     try:
-        spec = task_spec(task_id, keys_of(task_id)(name=name), note=False)
+        spec = task_spec(task_id, keys_of(task_id)(name=name), note=False, cached=False)
     except NotTrainable as e:
         return MjlabRow(name, source, e.status)
     except Exception as e:  # noqa: BLE001 - a task that does not build: its row says why (mjlab's, not a package's)
@@ -113,12 +77,14 @@ def build_rows() -> list[MjlabRow]:
     """Every task of mjlab's registry, and a row per package whose entry point fails to import."""
     from duorl.envs.mjlab.loader import registry, task_packages
     from duorl.envs.mjlab.quiet import quiet_libraries
+    from duorl.envs.mjlab.spec_cache import store_ids
 
     with quiet_libraries():
         reg = registry()
         packages = task_packages()
         owner = {i: f"mjlab entry point {p.dist}" for p in packages for i in p.task_ids}
         rows = [_row(i, owner.get(i, "mjlab")) for i in reg.list_tasks()]
+    store_ids(list(reg.list_tasks()))  # what a run's id check reads without mjlab (spec_cache.py)
     for p in packages:
         if p.error is not None:
             problem = f"the mjlab.tasks entry point {p.name} = {p.value} fails to import: {p.error}"

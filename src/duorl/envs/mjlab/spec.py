@@ -4,7 +4,8 @@ terms it can drive, which logged terms become Task/ rows, and the EnvSpec built 
 Refusals come first and need no simulation (the configuration alone): observation groups that hold camera
 images, action terms of a type without a stated mapping. The sizes need one built env (mjlab's observation
 terms know their width only when they run): `task_spec` builds the task with one env on Warp's CPU device
-once per process and caches the spec.
+once per process and caches the spec, in the process and on disk (spec_cache.py: a later process, a run's
+learner above all, reads it there without importing mjlab).
 """
 
 from __future__ import annotations
@@ -82,12 +83,20 @@ def flat_dim(task_id: str, env: Any, groups: tuple[str, ...]) -> int:
 _cache: dict[tuple[str, tuple[Any, ...]], tuple[EnvSpec, tuple[str, ...]]] = {}
 
 
-def task_spec(task_id: str, task_cfg: Any, note: bool = True) -> EnvSpec:
+def task_spec(task_id: str, task_cfg: Any, note: bool = True, cached: bool = True) -> EnvSpec:
     """See duorl.envs.mjlab.task_spec; `note`: name the logged terms beyond the Task/ rows on stderr (a
-    run's note; a listing leaves it out)."""
+    run's note; a listing leaves it out); `cached`: read the spec cache on disk (spec_cache.py) before
+    building (a refreshed listing builds anyway). A spec built is written to that cache."""
+    from duorl.envs.mjlab.spec_cache import cached_spec, store_spec
+
     key = (task_id, dataclasses.astuple(task_cfg))  # every task key may shape the env (a family's own too)
-    if key not in _cache:
-        _cache[key] = _build_spec(task_id, task_cfg)
+    if key not in _cache or not cached:
+        on_disk = cached_spec(task_id, task_cfg) if cached else None
+        if on_disk is not None:
+            _cache[key] = on_disk[0], on_disk[1]
+        else:
+            _cache[key] = _build_spec(task_id, task_cfg)
+            store_spec(task_id, task_cfg, *_cache[key])
         dropped = _cache[key][1]
         if dropped and note:
             print(f"duorl: note: mjlab:{task_id} logs more terms than duorl's {MAX_TASK_METRICS} Task/ rows; "

@@ -170,11 +170,14 @@ def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed:
                   render: bool = False, staged_step: bool | None = None) -> MjlabVecEnv:
     """See duorl.envs.mjlab.make_vec_env. The spec comes from the env built here (no second build), except
     under `play`: the play configuration's env reports the training configuration's Task/ rows, in their
-    order (those of the spec the policy was trained with), and ends its episodes at its own length."""
+    order (those of the spec the policy was trained with), and ends its episodes at its own length. A
+    training env's spec is checked against the spec cache a learner may have sized itself by and rewrites
+    it (spec_cache.confirm: StaleSpecCache where they differ)."""
     from dataclasses import replace
 
     from duorl.envs.mjlab.loader import build_env, env_cfg, registry
     from duorl.envs.mjlab.spec import describe, obs_groups, refuse_untrainable, task_spec
+    from duorl.envs.mjlab.spec_cache import StaleSpecCache, confirm
 
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -184,7 +187,13 @@ def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed:
     groups = obs_groups(task_id, cfg)
     refuse_untrainable(task_id, cfg, groups)
     env = build_env(cfg, device, render)
-    spec, rows, _ = describe(task_id, env, groups)
+    spec, rows, dropped = describe(task_id, env, groups)
+    if not play:  # the env's spec is the truth: the cache a learner read is checked against it, and rewritten
+        try:
+            confirm(task_id, task_cfg, spec, dropped)
+        except StaleSpecCache:
+            env.close()
+            raise
     if play:
         trained = task_spec(task_id, task_cfg)
         by_name = {r.name: r for r in rows}
