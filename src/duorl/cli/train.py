@@ -3,8 +3,8 @@
 This is the application layer: it alone knows the concrete algorithm and task registries, and hands
 the runtime plain factories (docs/design.md §1). Without data parallel one process runs the whole job. As
 a rank (started by `duorl.distributed.launch` or torchrun), the process first agrees with its peers on the
-configuration, the MPS verdicts, the checkpoint and the memory it needs, all before any collector
-starts; rank 0 alone holds the run directory.
+configuration, the MPS verdicts, the checkpoint and the memory it needs, all before its collector
+builds anything; rank 0 alone holds the run directory.
 
 The steps live in cli/train_steps/, one module each, and share one RunContext (cli/run_context.py): `_run`
 calls them in order, each reads what the ones before it set, sets its own part and goes down to the layers
