@@ -104,7 +104,7 @@ def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
 
 
 def _collector_preimports(cfg: Config) -> tuple[str, ...]:
-    """What the collector imports while its learner is built (runtime/collector.py, collector_entry): the
+    """What the collector imports while its learner checks (runtime/collector.py, collector_entry): the
     registries its arguments name, and the simulator (Warp's loads counted first, then MuJoCo Warp, or mjlab)."""
     out = ("duorl.envs.registry", "duorl.algos.registry")
     if source_of(cfg.task.name).kind == "mjlab":
