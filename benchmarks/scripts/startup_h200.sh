@@ -9,8 +9,10 @@
 # ARMs, in the default order (a later call can run the ones a budget left out):
 #   walk_cold walk_warm mjlab_cold mjlab_warm tracking_cold tracking_warm warmup warm_after_warmup
 # and, not by default, any cold/warm arm with a suffix: _serialwarp (Warp's parallel preload off,
-# DUORL_WARP_COMPILE_THREADS=0: the first step compiles its modules one by one, as before) or _eagertick
-# (sim.tick_compile=false: the collector's step is not torch.compiled); each suffix has its own caches
+# DUORL_WARP_COMPILE_THREADS=0: the first step compiles its modules one by one, as before), _warp8 (the
+# preload on 8 compile threads, DUORL_WARP_COMPILE_THREADS=8, instead of its default 4: for the 16-core
+# machine) or _eagertick (sim.tick_compile=false: the collector's step is not torch.compiled); each suffix
+# has its own caches
 # A cold arm points Warp's, Inductor's (Triton's inside it), CUDA's and duorl's caches at a new, empty
 # directory of its own under /tmp/duorl-startup-caches (a user's caches are never touched); its warm arm
 # uses the same directory right after it; `warmup` fills a fresh directory with `duorl warmup --task
@@ -109,7 +111,8 @@ def run(arm, cmd, env, run_dir):
     return r
 
 
-SUFFIXES = {"_serialwarp": ({"DUORL_WARP_COMPILE_THREADS": "0"}, []), "_eagertick": ({}, ["sim.tick_compile=false"])}
+SUFFIXES = {"_serialwarp": ({"DUORL_WARP_COMPILE_THREADS": "0"}, []), "_warp8": ({"DUORL_WARP_COMPILE_THREADS": "8"}, []),
+            "_eagertick": ({}, ["sim.tick_compile=false"])}
 for arm in arms:
     suffix = next((x for x in SUFFIXES if arm.endswith(x)), "")
     extra_env, extra_args = SUFFIXES.get(suffix, ({}, []))
@@ -122,7 +125,7 @@ for arm in arms:
         task, env = TASKS["walk"], caches("warmup", False)
     else:
         if kind not in TASKS or temp not in ("cold", "warm"):
-            print(f"{arm}: not an arm (walk|tracking|mjlab _cold|_warm[_serialwarp|_eagertick], warmup, "
+            print(f"{arm}: not an arm (walk|tracking|mjlab _cold|_warm[_serialwarp|_warp8|_eagertick], warmup, "
                   "warm_after_warmup)", flush=True)
             continue
         task, env = TASKS[kind], caches(kind + suffix, temp == "cold")
@@ -156,9 +159,10 @@ def fmt(v, w=7):
 
 
 head = (f"{'arm':22s} {'rc':>3s} {'row':>7s} {'update':>7s} | {'L ready':>7s} {'L capt':>7s} {'L t.c.':>7s} | "
-        f"{'C up':>7s} {'C env':>7s} {'C tick1':>7s} {'C t.c.':>7s} {'C capt':>7s} {'W pre':>7s} {'W comp':>6s}")
-lines = ["seconds: row/update from the command; L = learner, C = collector phases (ready: its spawn's end; t.c.:"
-         " torch.compile inside; W pre: Warp preload wall, W comp: Warp modules compiled/loaded)", head]
+        f"{'C env@':>7s} {'C up':>7s} {'C env':>7s} {'C tick1':>7s} {'C t.c.':>7s} {'C capt':>7s} {'W pre':>7s} {'W comp':>6s}")
+lines = ["seconds: row/update from the command; L = learner, C = collector phases (ready: its spawn's end; env@: its"
+         " env build's start; up: its tick built; t.c.: torch.compile inside; W pre: Warp preload wall, W comp: Warp"
+         " modules compiled/loaded)", head]
 for r in results:
     if "skipped" in r:
         lines.append(f"{r['arm']:22s} skipped: {r['skipped']}")
@@ -167,7 +171,9 @@ for r in results:
     ready = phase(rec, "learner", "spawn", "end_s")
     capt = phase(rec, "learner", "graph capture")
     ltc = phase(rec, "learner", "graph capture", "torch_compile_s")
-    cup = phase(rec, "collector", "actor and reset", "end_s")
+    cenv_at = phase(rec, "collector", "env", "start_s")
+    cup = phase(rec, "collector", "views and tick", "end_s")  # the tick built around the env and the buffers
+    cup = cup if cup is not None else phase(rec, "collector", "actor and reset", "end_s")  # before: all in one
     cenv = phase(rec, "collector", "env")
     tick = phase(rec, "collector", "first tick")
     ctc = phase(rec, "collector", "first tick", "torch_compile_s")
@@ -176,7 +182,7 @@ for r in results:
     tot = (rec or {}).get("collector_totals", {})
     wcomp = f"{tot.get('warp_compiled', 0):.0f}/{tot['warp_modules']:.0f}" if "warp_modules" in tot else "-"
     lines.append(f"{r['arm']:22s} {r['rc'] if r['rc'] is not None else '-':>3} {fmt(r.get('first_row_s'))} {fmt(r.get('first_update_s'))} | "
-                 f"{fmt(ready)} {fmt(capt)} {fmt(ltc)} | {fmt(cup)} {fmt(cenv)} {fmt(tick)} {fmt(ctc)} {fmt(ccapt)} {fmt(wpre)} {wcomp:>6s}")
+                 f"{fmt(ready)} {fmt(capt)} {fmt(ltc)} | {fmt(cenv_at)} {fmt(cup)} {fmt(cenv)} {fmt(tick)} {fmt(ctc)} {fmt(ccapt)} {fmt(wpre)} {wcomp:>6s}")
 text = "\n".join(lines)
 print(text)
 with open(os.path.join(out, "table.txt"), "a") as f:

@@ -14,10 +14,11 @@ import pytest
 
 from tests.conftest import TINY, duorl_cmd, run_duorl
 
-LEARNER = ["interpreter", "config", "imports", "checks", "run directory", "learner", "reporting", "buffers", "spawn",
-           "waiting for the collector's env", "first iteration", "first iteration on collected ticks", "first update"]
-COLLECTOR = ["imports", "imports ahead", "waiting for the learner", "device", "env", "actor and reset", "first tick",
-             "first iteration"]
+LEARNER = ["interpreter", "config", "imports", "checks", "run directory", "collector's env sent", "learner", "reporting",
+           "buffers", "spawn", "waiting for the collector's env", "first iteration", "first iteration on collected ticks",
+           "first update"]
+COLLECTOR = ["imports", "imports ahead", "waiting for the checks", "device", "env", "actor and reset",
+             "waiting for the learner", "views and tick", "first tick", "first iteration"]
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """What the steps of `duorl train` share: one `RunContext` per process, handed from step to step.
 
-cli/train.py runs its steps (cli/train_steps/) in order (checks, run directory, learner, reporting and duo,
-outcome); each reads what the steps before it set on the context and sets its own part, so no step takes
+cli/train.py runs its steps (cli/train_steps/) in order (checks, run directory, the collector's env, learner,
+reporting and duo, outcome); each reads what the steps before it set on the context and sets its own part, so no step takes
 more than the context and what it alone computed. A field is None until its step has run (docs/design.md §1
 "The run context").
 """
@@ -81,6 +81,9 @@ class RunContext:
     checked: Checked | None = None
     # the run directory (every rank knows its path; rank 0 alone writes it)
     run_dir: Path | None = None
+    # the collector's env and actor factories (sent to the prestarted collector, which builds from them)
+    env_factory: Any = None
+    actor_factory: Any = None
     # the learner and its gradient synchronizer (the data-parallel one; None alone)
     learner: Any = None
     sync: Any = None

@@ -3,8 +3,8 @@
 This is the application layer: it alone knows the concrete algorithm and task registries, and hands
 the runtime plain factories (docs/design.md §1). Without data parallel one process runs the whole job. As
 a rank (started by `duorl.distributed.launch` or torchrun), the process first agrees with its peers on the
-configuration, the MPS verdicts, the checkpoint and the memory it needs, all before any collector
-starts; rank 0 alone holds the run directory.
+configuration, the MPS verdicts, the checkpoint and the memory it needs, all before its collector
+builds anything; rank 0 alone holds the run directory.
 
 The steps live in cli/train_steps/, one module each, and share one RunContext (cli/run_context.py): `_run`
 calls them in order, each reads what the ones before it set, sets its own part and goes down to the layers
@@ -25,6 +25,7 @@ from duorl.cli.rank_exit import exit_now, leave_rank
 from duorl.cli.early_stop import say_stopped
 from duorl.cli.run_context import Place, RunContext
 from duorl.cli.train_steps.checks import check
+from duorl.cli.train_steps.collector_env import start_collector_env
 from duorl.cli.train_steps.duo import build_duo
 from duorl.cli.train_steps.finish import finish, finish_abandoned
 from duorl.cli.train_steps.learner import build_learner
@@ -92,18 +93,18 @@ def train(cfg: Config) -> int:
 
 def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
     """Start the collector's process, then run the steps on one RunContext; a collector that no duo took is
-    cancelled."""
+    cancelled (it built at most its env)."""
     t0 = time.perf_counter()
-    # the collector's interpreter and imports go on beside the checks and the learner's build
+    # the collector's interpreter and imports go on beside the checks, its env beside the learner's build
     run = RunContext(cfg, device, mps, Place.of(ctx), t0, PrestartedCollector(_collector_preimports(cfg)))
     try:
         return _run(run)
     finally:
-        run.prestarted.cancel()  # a run refused or stopped before its duo started: the collector built nothing
+        run.prestarted.cancel()  # a run refused, failed or stopped before its duo started
 
 
 def _collector_preimports(cfg: Config) -> tuple[str, ...]:
-    """What the collector imports while its learner is built (runtime/collector.py, collector_entry): the
+    """What the collector imports while its learner checks (runtime/collector.py, collector_entry): the
     registries its arguments name, and the simulator (Warp's loads counted first, then MuJoCo Warp, or mjlab)."""
     out = ("duorl.envs.registry", "duorl.algos.registry")
     if source_of(cfg.task.name).kind == "mjlab":
@@ -114,7 +115,8 @@ def _collector_preimports(cfg: Config) -> tuple[str, ...]:
 
 
 def _run(run: RunContext) -> int:
-    """The steps in order: checks, run directory, learner, reporting and the duo, the duo's run, the outcome."""
+    """The steps in order: checks, run directory, the collector's env (built from here on, beside the
+    learner's build), learner, reporting and the duo, the duo's run, the outcome."""
     with PHASES.phase("checks"):
         code = check(run)
     if code is not None:
@@ -123,6 +125,8 @@ def _run(run: RunContext) -> int:
         return 0
     with PHASES.phase("run directory"):
         claim(run)
+    with PHASES.phase("collector's env sent"):
+        start_collector_env(run)
     with PHASES.phase("learner"):
         build_learner(run)
     with PHASES.phase("reporting"):

@@ -316,6 +316,10 @@ class DebugConfig:
                                         min=0, resume=MAY_DIFFER)
     learner_delay_ms: float = setting(0.0, "artificial delay per learner iteration (protocol tests)",
                                       min=0, resume=MAY_DIFFER)
+    learner_build_delay_ms: float = setting(0.0, "artificial delay in the learner's build (start-up tests: what "
+                                                 "the collector builds meanwhile)", min=0, resume=MAY_DIFFER)
+    fail_env_build: bool = setting(False, "make the collector's env build fail (start-up tests: an env error while "
+                                          "the learner builds)", resume=MAY_DIFFER)
     check_replay_window: bool = setting(
         False, "check every sampled row's tick stamp against the readable window (host sync; tests)",
         resume=MAY_DIFFER)

@@ -1,5 +1,10 @@
 """The collector process: an actor copy and a VecEnv on the duo's device, writing replay.
 
+A prestarted collector (runtime/duo.py, PrestartedCollector) gets two messages: `EnvArgs` once the run's
+checks passed, from which it builds its env, its actor and the first observation while the learner is
+built, then `CollectorArgs` at the duo's spawn (the shared buffers, the weights, the run's settings),
+with which it builds its tick and runs. A plain spawn gets `CollectorArgs` alone and builds it all then.
+
 Collector iteration k runs ticks [k*s, (k+1)*s) with W_k, the weights learner iteration k-1 published
 (W_0 = initial weights), then announces the ticks. It never runs ahead of the weights, so the duo's
 results do not depend on which process is faster.
@@ -76,12 +81,38 @@ class CollectorArgs:
     startup_origin: float = 0.0
 
 
+@dataclass
+class EnvArgs:
+    """What a prestarted collector builds its env, its actor and its first observation from, sent once the
+    run's checks passed and its directory is claimed, before the learner is built (runtime/duo.py,
+    PrestartedCollector.build): the configuration's factories, the device and the control block it reports
+    its phase and a failure through. Nothing of the learner: its weights come later, through the board."""
+
+    env_factory: Callable[[], Any]  # () -> VecEnv
+    actor_factory: Callable[[torch.device], nn.Module]
+    device: str
+    torch_threads: int  # training.torch_threads (0: torch's default)
+    control: ControlBlock
+    fail_env_build: bool = False  # debug.fail_env_build
+
+
+@dataclass
+class _Built:
+    """What a prestarted collector built from its EnvArgs before the learner handed it the rest."""
+
+    device: torch.device
+    env: Any
+    actor: nn.Module
+    obs: dict[str, torch.Tensor]
+
+
 def collector_entry(conn: Any, preimports: tuple[str, ...]) -> None:
     """Entry point of a collector started before its learner is built (runtime/duo.py, PrestartedCollector):
     it imports what its env will need ("module" or "module:function", the function called without
-    arguments) while the learner checks its inputs and builds itself, then runs collector_main with the
-    arguments the learner sends. A learner that never sends them (its run was refused) closes the pipe or
-    kills this process; nothing was built here."""
+    arguments) while the learner checks its inputs; given its EnvArgs (the checks passed), it builds its env,
+    actor and first observation while the learner builds itself; then it runs collector_main with the
+    CollectorArgs the learner sends at its spawn. A learner that sends nothing (its run was refused) closes
+    the pipe or kills this process: nothing was built here."""
     PHASES.add("imports", PHASES.origin)
     _count_compiles()
     with PHASES.phase("imports ahead"):
@@ -93,19 +124,51 @@ def collector_entry(conn: Any, preimports: tuple[str, ...]) -> None:
                     getattr(imported, function)()
             except Exception:  # noqa: BLE001 - the env build imports it again and reports the error there
                 pass
-    with PHASES.phase("waiting for the learner"):
-        try:
-            args = conn.recv()
-        except (EOFError, OSError):  # the learner ended before its run started
-            _leave(0)
-        conn.close()
-    collector_main(args)
+    with PHASES.phase("waiting for the checks"):
+        first = _receive(conn)
+    built = None
+    if isinstance(first, EnvArgs):
+        built = _build_ahead(first)
+        with PHASES.phase("waiting for the learner"):
+            first = _receive(conn)
+    conn.close()
+    collector_main(first, built)
 
 
-def collector_main(args: CollectorArgs) -> None:
-    """Entry point of the spawned process. It has been dying with its learner since its first import of
-    duorl (runtime/orphans.py: SIGKILL until here); from here the learner's death is a SIGTERM this
-    handler turns into a recorded failure."""
+def _receive(conn: Any) -> Any:
+    """The learner's next message; a learner that ended before its run started ends this process."""
+    try:
+        return conn.recv()
+    except (EOFError, OSError):
+        _leave(0)
+
+
+def _build_ahead(env_args: EnvArgs) -> _Built:
+    """The device, the env, the actor and the first observation, beside the learner's build. Signals stay
+    ignored here (the learner owns the stop: a run stopped meanwhile hands this process the rest and then
+    stops it, or cancels it) and the learner's death kills it (runtime/orphans.py). A failure is recorded as
+    collector_main records one, and ends this process: the learner names it when it hands it the rest."""
+    control = env_args.control
+    control.set(COLLECTOR_PID, os.getpid())  # it began building: the duo hands it the rest, dead or alive
+    beat = Heartbeat(control, "collector")
+    try:
+        with PHASES.phase("device"):
+            device = _open_device(env_args.device, env_args.torch_threads)
+        beat.phase("building env")
+        with PHASES.phase("env"):
+            env = _make_env(env_args.env_factory, env_args.fail_env_build)
+        with PHASES.phase("actor and reset"):
+            actor, obs = _actor_and_reset(env_args.actor_factory, env, device, control)
+    except BaseException:  # noqa: BLE001 - everything goes to the learner, then we exit non-zero
+        _record_failure(control, None)
+        _leave(1)
+    return _Built(device, env, actor, obs)
+
+
+def collector_main(args: CollectorArgs, built: _Built | None = None) -> None:
+    """Entry point of the spawned process (`built`: what a prestarted one built from its EnvArgs). It has
+    been dying with its learner since its first import of duorl (runtime/orphans.py: SIGKILL until here);
+    from here the learner's death is a SIGTERM this handler turns into a recorded failure."""
     if PHASES.last("imports") is None:  # from the process's start: the interpreter and unpickling the args
         PHASES.add("imports", PHASES.origin)
         _count_compiles()
@@ -123,23 +186,35 @@ def collector_main(args: CollectorArgs) -> None:
     control.set(COLLECTOR_PID, os.getpid())
     code = 0
     try:
-        _run(args)
+        _run(args, built)
     except StopRequested:
         pass
     except PeerStalled as e:
         _end_stalled_learner(args, str(e))
     except (WriteFailed, InputRefused) as e:  # a full disk, an env that refuses to be built as asked (a stale
         # spec cache, a step it cannot take): the cause in words is the whole story
-        control.write_error(f"collector (pid {os.getpid()}) failed in phase '{control.phase()}': {e}")
-        sys.stderr.write(f"duorl: error: {control.read_error()}\n")
+        _record_failure(control, e)
         code = 1
     except BaseException:  # noqa: BLE001 - everything goes to the learner, then we exit non-zero
-        control.write_error(f"collector failed in phase '{control.phase()}':\n{format_exception()}")
-        sys.stderr.write(control.read_error() + "\n")
+        _record_failure(control, None)
         code = 1
     if code == 0:
         control.set_phase("stopped")
     _leave(code)
+
+
+def _record_failure(control: ControlBlock, in_words: WriteFailed | InputRefused | None) -> None:
+    """Hand the learner this process's failure (the one being handled) and say it on stderr: a full disk
+    or a refusal (`in_words`) in words, anything else with its traceback. Its start-up phases go first, so that
+    startup.json shows where a start failed."""
+    if PHASES.last("first iteration") is None:
+        control.write_startup(json.dumps(PHASES.record()))
+    if in_words is not None:
+        control.write_error(f"collector (pid {os.getpid()}) failed in phase '{control.phase()}': {in_words}")
+        sys.stderr.write(f"duorl: error: {control.read_error()}\n")
+    else:
+        control.write_error(f"collector failed in phase '{control.phase()}':\n{format_exception()}")
+        sys.stderr.write(control.read_error() + "\n")
 
 
 def _count_compiles() -> None:
@@ -245,15 +320,19 @@ class _Parts:
     nan_first: dict[str, float] = field(default_factory=dict)
 
 
-def _run(args: CollectorArgs) -> None:
-    """Open the device, build the env and the tick, say ready, then run iterations until told to stop."""
-    with PHASES.phase("device"):
-        device = _open_device(args.settings)
+def _run(args: CollectorArgs, built: _Built | None) -> None:
+    """Open the device, build the env and the tick (or only the tick, around what was `built` ahead), say
+    ready, then run iterations until told to stop."""
+    if built is None:
+        with PHASES.phase("device"):
+            device = _open_device(args.settings.device, args.settings.config.training.torch_threads)
+    else:
+        device = built.device
     beat = Heartbeat(args.control, "collector", args.stall)
     watch = PeerWatch(args.control, beat, args.learner_pid, args.stall)
-    parts = _build(args, device, beat)
-    _say_startup(args, "collector's env built", ("imports", "imports ahead", "waiting for the learner", "device", "env",
-                                                 "actor and reset"))
+    parts = _build(args, device, beat, built)
+    _say_startup(args, "collector's env built", ("imports", "imports ahead", "waiting for the checks", "device", "env",
+                                                 "actor and reset", "waiting for the learner", "views and tick"))
     args.control.set(COLLECTOR_READY, 1)
     try:
         _loop(args, parts, device, beat, watch)
@@ -261,36 +340,56 @@ def _run(args: CollectorArgs) -> None:
         parts.tick.release()  # the graph goes before the env and tensors it references
 
 
-def _open_device(settings: DuoSettings) -> torch.device:
-    if settings.config.training.torch_threads > 0:
-        torch.set_num_threads(settings.config.training.torch_threads)
-    device = torch.device(settings.device)
+def _open_device(device_name: str, torch_threads: int) -> torch.device:
+    if torch_threads > 0:
+        torch.set_num_threads(torch_threads)
+    device = torch.device(device_name)
     if device.type == "cuda":
         torch.cuda.set_device(device)
     return device
 
 
-def _build(args: CollectorArgs, device: torch.device, beat: Heartbeat) -> _Parts:
-    """The env (restored on resume), the actor, the views of replay and the weight board, and the tick."""
-    beat.phase("building env")
-    with PHASES.phase("env"):
-        env = args.env_factory()
-    with PHASES.phase("actor and reset"):
-        return _build_around(args, device, beat, env)
+def _make_env(env_factory: Callable[[], Any], fail: bool) -> Any:
+    if fail:
+        raise RuntimeError("a failure injected for a test (debug.fail_env_build)")
+    return env_factory()
 
 
-def _build_around(args: CollectorArgs, device: torch.device, beat: Heartbeat, env: Any) -> _Parts:
-    """What the collector builds around its env: the actor, the views, the first observation and the tick."""
-    settings = args.settings
-    actor = args.actor_factory(device)
+def _actor_and_reset(actor_factory: Callable[[torch.device], nn.Module], env: Any, device: torch.device,
+                     control: ControlBlock) -> tuple[nn.Module, dict[str, torch.Tensor]]:
+    """The actor (its weights come from the board each iteration) and the env's first observation; the
+    device this process opened goes to the learner (its MPS check)."""
+    actor = actor_factory(device)
     actor.eval()
+    control.write_device(_opened_device(device))
+    return actor, _to(env.reset(), device)
+
+
+def _build(args: CollectorArgs, device: torch.device, beat: Heartbeat, built: _Built | None) -> _Parts:
+    """The env (restored on resume), the actor, the views of replay and the weight board, and the tick; a
+    prestarted collector built the first two ahead (`built`) and builds the rest, in the same phase, now."""
+    beat.phase("building env")
+    if built is None:
+        with PHASES.phase("env"):
+            env = _make_env(args.env_factory, args.settings.config.debug.fail_env_build)
+        with PHASES.phase("actor and reset"):
+            actor, obs = _actor_and_reset(args.actor_factory, env, device, args.control)
+    else:
+        env, actor, obs = built.env, built.actor, built.obs
+    with PHASES.phase("views and tick"):
+        return _build_around(args, device, beat, env, actor, obs)
+
+
+def _build_around(args: CollectorArgs, device: torch.device, beat: Heartbeat, env: Any, actor: nn.Module,
+                  obs: dict[str, torch.Tensor]) -> _Parts:
+    """What the collector builds around its env and actor: the views of replay and the weight board, the
+    exploration generator, the state restored on resume, and the tick."""
+    settings = args.settings
     ring = ReplayRing(args.replay, args.replay_layout)
     board = WeightBoard(args.board_slots, args.board_layout)
     gen = torch.Generator(device=device)
     gen.manual_seed(settings.explore_seed)
     timer = PhaseTimer(device)
-    args.control.write_device(_opened_device(device))
-    obs = _to(env.reset(), device)
     if args.restore is not None:
         obs = _restore(args.restore, env, actor, gen, device)
     tick = CollectorTick(env, actor, ring, gen, obs, device, cuda_graph=settings.tick_cuda_graph, timer=timer,

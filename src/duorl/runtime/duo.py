@@ -20,7 +20,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from duorl.envs.base import EnvSpec
-from duorl.runtime.collector import CollectorArgs, collector_entry, collector_main, remove_snapshots
+from duorl.runtime.collector import CollectorArgs, EnvArgs, collector_entry, collector_main, remove_snapshots
 from duorl.runtime.coordination import RankCoordinator, Solo
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch
 from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
@@ -29,6 +29,7 @@ from duorl.runtime.orphans import COLLECTOR as COLLECTOR_ROLE
 from duorl.runtime.stop_signals import STOP_REQUEST
 from duorl.runtime.control import (
     COLLECTOR_FAILED,
+    COLLECTOR_PID,
     COLLECTOR_READY,
     FINAL_BOUNDARY,
     INTERRUPTIBLE_PHASES,
@@ -37,6 +38,7 @@ from duorl.runtime.control import (
     TICKS_WRITTEN,
     WEIGHTS_VERSION,
     ControlBlock,
+    PeerDied,
     PhaseInterrupted,
     spins_while_waiting,
     wait_until,
@@ -52,6 +54,8 @@ from duorl.runtime.weights import WeightBoard
 from duorl.startup_phases import PHASES, console_line, merged_record
 
 POLICY_LAG_ITERATIONS = 1
+# what the learner's wait for its collector's env is called in the error that ends it
+ENV_WAIT = "the learner waited for the collector to build its env"
 
 
 @dataclass
@@ -105,11 +109,14 @@ class _Ending:
 
 
 class PrestartedCollector:
-    """A collector process started before its learner is built, importing what its env needs meanwhile
-    (runtime/collector.py, collector_entry): its interpreter, torch, Warp, MuJoCo Warp or mjlab load
-    beside the learner's checks, networks and run directory instead of after them. The Duo hands it its
-    arguments when it spawns its collector; `cancel()` ends it where the run never starts. Started with
-    the same protections as a plain spawn (named parent, SIGINT/SIGTERM ignored until its handlers)."""
+    """A collector process started before its learner is built (runtime/collector.py, collector_entry), one
+    protocol of two messages: it imports what its env needs (its interpreter, torch, Warp, MuJoCo Warp or
+    mjlab) beside the learner's checks; `build` (once the checks passed) sends it what its env is built
+    from, which it builds, with its actor and first observation, beside the learner's build and capture;
+    the Duo `hand`s it the rest (the shared buffers, the settings) when it spawns its collector. `cancel()`
+    ends it where no duo took it (a run refused, failed or stopped before its duo): it built at most its
+    env. Started with the same protections as a plain spawn (named parent, SIGINT/SIGTERM ignored until its
+    handlers)."""
 
     def __init__(self, preimports: tuple[str, ...] = ()) -> None:
         ctx = mp.get_context("spawn")
@@ -120,6 +127,31 @@ class PrestartedCollector:
             self.process.start()
         child.close()
         self.handed = False
+        self.env: EnvArgs | None = None  # what it was sent to build (None: nothing yet)
+
+    @property
+    def control(self) -> ControlBlock | None:
+        """The control block it reports through from its env build on (the duo's), once `build` sent it."""
+        return self.env.control if self.env is not None else None
+
+    def build(self, env_factory: Callable[[], Any], actor_factory: Callable[[torch.device], nn.Module],
+              device: str, torch_threads: int, fail_env_build: bool = False) -> None:
+        """Send it what its env is built from (and allocate the duo's control block, which it reports its
+        phase and a failure through): only once the run's checks passed (nothing is built before) and, with
+        peers, every rank agreed on them. A small message: sent in line."""
+        if self.env is not None or self.handed:
+            raise RuntimeError("a prestarted collector is sent its env's arguments once, before its duo takes it")
+        self.env = EnvArgs(env_factory, actor_factory, device, torch_threads, ControlBlock.allocate(), fail_env_build)
+        try:
+            self.conn.send(self.env)
+        except OSError:  # it is gone (BrokenPipeError): the duo's liveness check names it at the spawn
+            pass
+
+    def began_building(self) -> bool:
+        """It read its env's arguments (it records its pid then): from here it is the duo's collector, alive
+        or not, and its death is the run's failure rather than a reason to spawn another."""
+        control = self.control
+        return control is not None and control.get(COLLECTOR_PID) == self.process.pid
 
     def hand(self, args: CollectorArgs) -> mp.Process:
         """Send the collector its arguments (CUDA tensors as IPC handles, CPU ones as shared memory), from a
@@ -140,7 +172,7 @@ class PrestartedCollector:
         return self.process
 
     def cancel(self) -> None:
-        """End it unless it was handed its arguments (it built nothing: only imports)."""
+        """End it unless its duo took it (it built at most its env: nothing the learner shares)."""
         if self.handed:
             return
         self.handed = True
@@ -218,7 +250,9 @@ class Duo:
         self.layout = ReplayLayout(s.num_envs, s.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
         self.ring = ReplayRing.allocate(self.layout, self.device, packed=s.config.algo.algo_params.packed_replay)
         self.board = WeightBoard.allocate(self.learner.actor, self.device)
-        self.control = ControlBlock.allocate()
+        # a prestarted collector has been reporting through its block since its env build began
+        early = self.prestarted.control if self.prestarted is not None else None
+        self.control = early if early is not None else ControlBlock.allocate()
         self._beat = Heartbeat(self.control, "learner", s.stall)
         self.coord.attach_heartbeat(self._beat)
         # the learner's phase follows its calls into the other ranks and into the run directory
@@ -258,8 +292,12 @@ class Duo:
             supervisor_pid=os.getppid(),
             startup_origin=PHASES.origin,
         )
-        if self.prestarted is not None and self.prestarted.process.is_alive():
-            self.process = self.prestarted.hand(args)
+        pre = self.prestarted
+        if pre is not None and pre.env is not None and (pre.env.env_factory is not self.env_factory
+                                                        or pre.env.actor_factory is not self.actor_factory):
+            raise ValueError("the prestarted collector was sent other env and actor factories than its duo's")
+        if pre is not None and (pre.process.is_alive() or pre.began_building()):
+            self.process = pre.hand(args)
         else:
             if self.prestarted is not None:  # it died importing: a plain spawn shows why, where it fails
                 self.prestarted.cancel()
@@ -349,8 +387,8 @@ class Duo:
         return ending
 
     def _start_collector(self, start: int) -> None:
-        """Publish W_start, spawn the collector, capture the learner's first update cycle while the
-        collector starts, wait for its env, and report the run started."""
+        """Publish W_start, spawn the collector (or hand the prestarted one the rest), capture the learner's
+        first update cycle while the collector builds its tick, wait for it, and report the run started."""
         with PHASES.phase("spawn"):
             self.board.publish(self.learner.actor, start)
             sync(self.device)
@@ -358,12 +396,17 @@ class Duo:
             self._spawn_collector(start)
         assert self.process is not None
         self._say_startup("learner ready, collector spawned")  # every phase of this process so far
+        # a prestarted collector began its env while the learner was built: one that failed meanwhile ends
+        # the run now, with the message of the wait below, not after the capture
+        death = self._collector_alive()
+        if death is not None:
+            raise PeerDied(f"{death} while {ENV_WAIT}")
         self._prepare_first_update(start)
         with PHASES.phase("waiting for the collector's env"):
             wait_until(
                 lambda: self.control.get(COLLECTOR_READY) == 1,
                 self._collector_alive,
-                "the learner waited for the collector to build its env",
+                ENV_WAIT,
                 self._wait_stop,
                 watch=self._watch,
                 spin=self._spin,

@@ -1,6 +1,6 @@
-"""The duo step of `duorl train`: where its results go (reporting.py), its settings, the collector's env
-and actor factories (plain partials of the registries, which pickle into the spawned collector: docs/design.md
-§1), its snapshot folder and its hooks (duo_hooks.py), all handed to runtime/duo.Duo.
+"""The duo step of `duorl train`: where its results go (reporting.py), its settings, its snapshot folder and
+its hooks (duo_hooks.py), handed to runtime/duo.Duo with the collector's env and actor factories that the
+collector's env step made (collector_env.py) and the prestarted collector building from them.
 """
 
 from __future__ import annotations
@@ -9,14 +9,12 @@ import functools
 import os
 from pathlib import Path
 
-from duorl.algos.registry import make_actor
 from duorl.cli.learner_stall import gone_recorder, stall_recorder
 from duorl.cli.run_context import RunContext
 from duorl.cli.train_steps.duo_hooks import check_mps_clients, write_startup
 from duorl.cli.train_steps.reporting import report
 from duorl.config.seeding import derive_seed
 from duorl.distributed.rank_scratch import rank_scratch_dir, remove_dead_rank_scratch
-from duorl.envs.registry import make_vec_env
 from duorl.mps.session import mps_manifest
 from duorl.runtime.duo import Duo
 from duorl.runtime.settings import DuoSettings
@@ -46,23 +44,11 @@ def build_duo(run: RunContext) -> None:
         snapshot_dir_is_scratch=not lead,
         report_startup=lead,
     )
-    actor_factory = functools.partial(make_actor, cfg.algo, checked.spec)
-    env_factory = functools.partial(
-        make_vec_env,
-        cfg.task,
-        cfg.sim,
-        tr.num_envs,
-        switches.env_device,
-        derive_seed(tr.seed, "env", rank),
-        tr.nan_guard.enabled,
-        cfg.debug.nan_inject_step,
-        compile=switches.tick_compile,
-        solver_early_exit=switches.solver_early_exit,
-    )
+    assert run.env_factory is not None and run.actor_factory is not None
     if run.directory is not None:
         run.directory.manifest["cuda_process_sharing"] = mps_manifest(tr.cuda_process_sharing,
                                                                       [checked.verdict.evidence])
-    run.duo = Duo(settings, checked.spec, run.learner, env_factory, actor_factory, run.reporter,
+    run.duo = Duo(settings, checked.spec, run.learner, run.env_factory, run.actor_factory, run.reporter,
                   resume=checked.resume_state,
                   on_collector_ready=functools.partial(check_mps_clients, run.mps, ctx, tr.cuda_process_sharing),
                   coordinator=run.coordinator,

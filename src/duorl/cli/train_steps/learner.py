@@ -5,6 +5,8 @@ peers with (distributed/learner_join.py, imported only there: a single run does 
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from duorl.algos.grad_buffers import LocalValidity
@@ -21,6 +23,8 @@ def build_learner(run: RunContext) -> None:
         # the learner's CUDA graph captures on the current device's stream and registers its default
         # generator: on any GPU but the first, both must be the run's (the collector sets its own)
         torch.cuda.set_device(device)
+    if run.cfg.debug.learner_build_delay_ms > 0:  # start-up tests: the collector's env builds meanwhile
+        time.sleep(run.cfg.debug.learner_build_delay_ms / 1e3)
     torch.manual_seed(derive_seed(tr.seed, "learner"))
     # the same networks and update noise on every rank: the learner streams are rank 0's everywhere
     learner = run.learner = make_learner(run.cfg.algo, checked.spec, device, derive_seed(tr.seed, "learner"))
