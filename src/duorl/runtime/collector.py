@@ -159,6 +159,9 @@ def _build_ahead(env_args: EnvArgs) -> _Built:
             env = _make_env(env_args.env_factory, env_args.fail_env_build)
         with PHASES.phase("actor and reset"):
             actor, obs = _actor_and_reset(env_args.actor_factory, env, device, control)
+    except (WriteFailed, InputRefused) as e:  # said in words, as collector_main says them
+        _record_failure(control, e)
+        _leave(1)
     except BaseException:  # noqa: BLE001 - everything goes to the learner, then we exit non-zero
         _record_failure(control, None)
         _leave(1)
