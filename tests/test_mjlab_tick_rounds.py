@@ -3,19 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts" / "mjlab_tick_profile.py"
+from tests.benchmark_scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("mjlab_tick_profile", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("mjlab_tick_profile")
 
 
 def test_rounds_alternate_the_order():

@@ -3,21 +3,17 @@ tensorboard events become one curve format, and the table reads each curve at 1,
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts" / "mjlab_velocity_plot.py"
+from tests.benchmark_scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("mjlab_velocity_plot", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("mjlab_velocity_plot")
 
 
 def _run_env(out: Path, trainer: str, seed: int, start: float = 1000.0) -> None:
