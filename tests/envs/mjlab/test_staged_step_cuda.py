@@ -214,8 +214,8 @@ def _resynced_lockstep(eager: Any, staged: Any, steps: int, tol: float, rerun: b
     difference per term (observation terms, "reward", "metrics") over all ticks, staged against eager and
     eager against eager; "staged_ticks" and "rerun_ticks": each tick's, a list per term in tick order (the
     series equality_bounds.judge reads; "rerun_ticks" empty without `rerun`); "first_over_tol": the first
-    tick each staged term exceeded `tol`. `on_tick(tick,
-    staged_terms, rerun_terms)` sees every tick's differences (the benchmark script prints them)."""
+    tick each staged term exceeded `tol`. `on_tick(tick, staged_terms, rerun_terms)` sees every tick's
+    differences (the benchmark script prints them)."""
     device = eager.device
     gen = _generator(device)
     torch.manual_seed(11)
