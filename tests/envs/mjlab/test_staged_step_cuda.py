@@ -12,9 +12,10 @@ Tolerances: the swing-up has no contacts and compares to 1e-5; the G1 to CONTACT
 the captured duorl tick's test: MuJoCo Warp's contact atomics moved a G1 reward by 2.2e-4 between a
 captured and an eager tick). A term that parts further is held to what mjlab's own step does: each
 tick the eager env also steps a second time from the same state (restored, the same draws), and a term
-whose eager-vs-eager difference is nonzero in this run may part from the staged step by up to
-equality_bounds.K_BASELINE times it (on the H200 the G1's `critic.foot_contact_forces` parts by 3e-3 at
-its 4th tick: the contact forces spread over a foot's contacts are not unique). Terms that never part
+whose eager-vs-eager difference is nonzero in this run passes where its per-tick staged differences look
+like the eager rerun's: median, 90th percentile and worst tick within equality_bounds' multiples of the
+rerun's (on the H200 the G1's `critic.foot_contact_forces` parts by 2.8e-3 at tick 4 in both
+comparisons: the contact forces spread over a foot's contacts are not unique). Terms that never part
 between two eager runs keep the fixed tolerance. Done flags must agree in every env and tick but a few,
 where an atomic sum lands on the other side of a termination threshold; a stale buffer or a generator
 out of step would move whole rows every tick.
@@ -211,8 +212,10 @@ def _resynced_lockstep(eager: Any, staged: Any, steps: int, tol: float, rerun: b
 
     Returns the counts (flag mismatches, resets, draws out of step), "staged" and "rerun": the worst relative
     difference per term (observation terms, "reward", "metrics") over all ticks, staged against eager and
-    eager against eager; "first_over_tol": the first tick each staged term exceeded `tol`. `on_tick(tick,
-    staged_terms, rerun_terms)` sees every tick's differences (the benchmark script prints them)."""
+    eager against eager; "staged_ticks" and "rerun_ticks": each tick's, a list per term in tick order (the
+    series equality_bounds.judge reads; "rerun_ticks" empty without `rerun`); "first_over_tol": the first
+    tick each staged term exceeded `tol`. `on_tick(tick, staged_terms, rerun_terms)` sees every tick's
+    differences (the benchmark script prints them)."""
     device = eager.device
     gen = _generator(device)
     torch.manual_seed(11)
@@ -223,11 +226,16 @@ def _resynced_lockstep(eager: Any, staged: Any, steps: int, tol: float, rerun: b
     actions = torch.Generator(device=device).manual_seed(5)
     n, a = eager.num_envs, eager.spec.action_dim
     worst: dict[str, Any] = {"flag_mismatches": 0, "resets": 0, "rng_mismatches": 0, "rerun_flag_mismatches": 0,
-                             "rerun_rng_mismatches": 0, "staged": {}, "rerun": {}, "first_over_tol": {}}
+                             "rerun_rng_mismatches": 0, "staged": {}, "rerun": {}, "staged_ticks": {},
+                             "rerun_ticks": {}, "first_over_tol": {}}
 
     def fold(into: dict[str, float], terms: dict[str, float]) -> None:
         for k, v in terms.items():
             into[k] = max(into.get(k, 0.0), v) if v == v else v  # a NaN stays
+
+    def keep(into: dict[str, list[float]], terms: dict[str, float]) -> None:
+        for k, v in terms.items():
+            into.setdefault(k, []).append(v)
 
     for w in range(0, steps, window):
         acts = [torch.rand(n, a, generator=actions, device=device) * 2 - 1 for _ in range(min(window, steps - w))]
@@ -261,6 +269,7 @@ def _resynced_lockstep(eager: Any, staged: Any, steps: int, tol: float, rerun: b
             worst["resets"] += int((out_e[2] | out_e[3]).sum())
             terms_s = _term_diffs(eager, out_e, out_s, agree)
             fold(worst["staged"], terms_s)
+            keep(worst["staged_ticks"], terms_s)
             for k, v in terms_s.items():
                 if not v <= tol and k not in worst["first_over_tol"]:
                     worst["first_over_tol"][k] = (tick, v, _worst_at(eager, out_e, out_s, agree))
@@ -271,6 +280,7 @@ def _resynced_lockstep(eager: Any, staged: Any, steps: int, tol: float, rerun: b
                 worst["rerun_flag_mismatches"] += int((~agree_r).sum())
                 terms_r = _term_diffs(eager, out_e, out_r, agree_r)
                 fold(worst["rerun"], terms_r)
+                keep(worst["rerun_ticks"], terms_r)
             if on_tick is not None:
                 on_tick(tick, terms_s, terms_r)
         gen.set_state(ends[-1])
@@ -299,9 +309,9 @@ def test_captured_staged_step_equals_mjlabs_own_step_from_the_same_state(task_id
         staged.close()
     print(f"staged vs eager, 300 ticks from the same state each: {_summary(worst)}")
     # every term within `tol`, but those that part between two eager runs from the same state (MuJoCo
-    # Warp's contact atomics): those within K_BASELINE x that measured difference (equality_bounds.py)
-    over = over_bounds(worst["staged"], worst["rerun"], tol)
-    assert not over, {"over (staged, eager vs eager, bound)": over,
+    # Warp's contact atomics): those whose per-tick series look like the eager rerun's (equality_bounds.py)
+    over = over_bounds(worst["staged_ticks"], worst["rerun_ticks"], tol)
+    assert not over, {"over (verdict: staged and eager-vs-eager median, p90, max)": over,
                       "first over tol": {k: worst["first_over_tol"].get(k) for k in over}}
     captured = {name: s["graph"] for name, s in state["stages"].items() if "runs" in s}
     assert captured and all(captured.values()), state
