@@ -79,7 +79,8 @@ class BackwardConfig:
 
 
 def parse_backward(spec: str) -> BackwardConfig:
-    """`v1`, `v2` or `v2:TILE:WARPS[:STEPS]` (TILE and WARPS powers of two, WARPS <= 32, STEPS >= 1)."""
+    """`v1`, `v2` (v2:4096:16:4) or `v2:TILE:WARPS[:STEPS]` (TILE and WARPS powers of two, WARPS <= 32,
+    STEPS >= 1, 1 when left out)."""
     parts = spec.strip().split(":")
     if parts[0] == "v1" and len(parts) == 1:
         return BackwardConfig("v1")
@@ -89,7 +90,7 @@ def parse_backward(spec: str) -> BackwardConfig:
         except ValueError:
             numbers = []
         if len(numbers) == len(parts) - 1:
-            cfg = BackwardConfig("v2", *numbers)
+            cfg = BackwardConfig("v2", *numbers) if len(numbers) != 2 else BackwardConfig("v2", *numbers, 1)
             pow2 = all(v > 0 and v & (v - 1) == 0 for v in (cfg.tile, cfg.warps))
             if pow2 and cfg.warps <= 32 and cfg.steps >= 1:
                 return cfg
