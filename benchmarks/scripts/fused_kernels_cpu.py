@@ -5,7 +5,9 @@ through Triton's interpreter (benchmarks/2026-12-02_learner_round6_h200/NOTES.md
 
 The widths are the learners' own (sac: critic 768/384/192 for 2 members, actor 512/256/128; flashsac's
 input BatchNorm: 130 and 98 features over 4096 rows); the rows are fewer than on the GPU (the interpreter
-runs each program in numpy). Fresh random inputs per case; ||out - ref|| / ||ref||.
+runs each program in numpy). Fresh random inputs per case; ||out - ref|| / ||ref||. The LayerNorm+SiLU
+cases run once per backward (`fused_norm.BACKWARD`: v1, then v2 at its default config and at one of 2 row
+blocks a program, benchmarks/2026-12-03_lnsilu_v2_cpu/), the outputs NaN-poisoned first.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def layer_norm_silu_case(g: int, m: int, n: int, fold: bool, dtype: torch.dtype,
     ref_grads = torch.autograd.grad(ref, ref_in, dy.double())
     names = ["dx", "dweight", "dbias", "d_in_bias"][:len(leaves)]
     shape = f"[{g}, {m}, {n}]" if g else f"[{m}, {n}]"
-    return [f"layer_norm_silu {shape:16} {str(dtype).removeprefix('torch.'):8} fold={str(fold):5} y {rel(y, ref):.2e}  "
+    assert all(bool(torch.isfinite(t).all()) for t in (y, *grads)), "an output element left unwritten (NaN)"
+    return [f"layer_norm_silu {fused_norm.BACKWARD.spec():12} {shape:16} {str(dtype).removeprefix('torch.'):8} fold={str(fold):5} y {rel(y, ref):.2e}  "
             + "  ".join(f"{k} {rel(a, r):.2e}" for k, a, r in zip(names, grads, ref_grads))]
 
 
@@ -56,13 +59,16 @@ def stats_case(shape: tuple[int, ...], expanded: bool, seed: int) -> str:
 
 def main() -> None:
     print(f"torch {torch.__version__}, Triton interpreter")
+    fused_norm._POISON = float("nan")
     seed = 0
-    for g, n in ((2, 768), (2, 384), (2, 192), (0, 512), (0, 256), (0, 128)):
-        for dtype in (torch.float32, torch.bfloat16):
-            seed += 1
-            for line in layer_norm_silu_case(g, 512, n, True, dtype, seed):
-                print(line)
-    print(layer_norm_silu_case(2, 512, 768, False, torch.bfloat16, 99)[0])
+    for spec in ("v1", "v2", "v2:2048:8:2"):
+        fused_norm.BACKWARD = fused_norm.parse_backward(spec)
+        for g, n in ((2, 768), (2, 384), (2, 192), (0, 512), (0, 256), (0, 128)):
+            for dtype in (torch.float32, torch.bfloat16):
+                seed += 1
+                for line in layer_norm_silu_case(g, 512, n, True, dtype, seed):
+                    print(line)
+        print(layer_norm_silu_case(2, 512, 768, False, torch.bfloat16, 99)[0])
     for shape, expanded in (((4096, 130), True), ((4096, 98), False), ((2, 4096, 256), False)):
         seed += 1
         print(stats_case(shape, expanded, seed))
