@@ -9,8 +9,6 @@ and a torch CUDA graph captured around `step` by the caller holds the physics to
 from __future__ import annotations
 
 import contextlib
-import sys
-import time
 from typing import Any, Optional
 
 import mujoco
@@ -126,33 +124,28 @@ class MjWarpBackend:
         (warp_preload.py): found by a dry step on a scratch world of the same model (launches recorded, none
         run), loaded on a thread pool while the caller goes on; the first step waits for them. Call it once
         the model is final (after set_model_fields); without it the first step loads them one by one."""
-        from duorl.envs.backends.warp_preload import Preload, compile_threads, step_modules
+        from duorl.envs.backends import warp_preload
 
-        if self._scratch_source is None or compile_threads() == 0:
+        if self._scratch_source is None:
             return
-
         wp, mjw = self._wp, self._mjw
         model, mjd, kwargs = self._scratch_source
         self._scratch_source = None
-        t0 = time.time()
-        try:
+
+        def list_modules() -> list[tuple[Any, Any]]:
             with wp.ScopedDevice(self._wdev):
                 scratch = mjw.put_data(model, mjd, nworld=1, **kwargs)
-                modules = step_modules(lambda: mjw.step(self._m, scratch))
+                modules = warp_preload.step_modules(lambda: mjw.step(self._m, scratch))
                 wp.synchronize_device(self._wdev)  # the dry step's native work on the scratch arrays is done
-        except Exception as e:  # noqa: BLE001 - only the head start is lost: the first step loads them itself
-            print(f"duorl: warning: MuJoCo Warp's kernel modules were not listed ahead of the first step "
-                  f"({type(e).__name__}: {e}); it compiles them one by one", file=sys.stderr, flush=True)
-            return
-        self._preload = Preload(modules, wp.get_device(self._wdev)).start()
-        PHASES.add("warp modules listed", t0, modules=float(len(modules)))
+            return modules
+
+        self._preload = warp_preload.start(list_modules, wp.get_device(self._wdev), "MuJoCo Warp's step")
 
     def _wait_for_kernels(self) -> None:
+        from duorl.envs.backends.warp_preload import finish
+
         preload, self._preload = self._preload, None
-        t0 = time.time()
-        preload.wait()
-        PHASES.add("warp modules preloaded", preload.started, preload.ended, modules=float(len(preload.modules)),
-                   workers=float(preload.workers), first_step_waited_s=time.time() - t0)
+        finish(preload)
 
     def _stream(self) -> Any:
         """The warp view of torch's current stream (cached: wrapping registers the stream)."""

@@ -19,6 +19,11 @@ only by running it, because MuJoCo Warp builds most of its kernels when a step f
    LLVM, runs in parallel), while the caller goes on: the collector builds its actor, resets and starts
    its tick's torch.compile. `Preload.wait` (the backend's first step) joins it.
 
+`start` and `finish` are those two steps with their failure path and their start-up phases ("warp modules
+listed", "warp modules preloaded"), shared by the two callers: the mjwarp backend (a dry step of its
+model) and the mjlab env build (envs/mjlab/kernel_preload.py: a dry step, forward and reset of mjlab's
+Simulation, as soon as its MuJoCo Warp model exists).
+
 Modules already in Warp's kernel cache load in milliseconds either way. Anything unexpected in the dry
 step (a Warp that launches differently) only loses the head start: the first step then loads as before.
 """
@@ -75,6 +80,36 @@ def step_modules(step: Callable[[], None]) -> list[tuple[Any, Any]]:
     finally:
         Module.load = real_load  # type: ignore[method-assign]
     return list(seen.values())
+
+
+def start(list_modules: Callable[[], list[tuple[Any, Any]]], device: Any, what: str) -> "Preload | None":
+    """Run `list_modules` (a dry run under `step_modules`) and start loading what it lists; None where the
+    preload is off (compile_threads() == 0) or the listing raised (a warning naming `what`: only the head
+    start is lost, the real launches load their modules one by one)."""
+    if compile_threads() == 0:
+        return None
+    t0 = time.time()
+    try:
+        modules = list_modules()
+    except Exception as e:  # noqa: BLE001 - only the head start is lost: the launches load them themselves
+        print(f"duorl: warning: {what}'s Warp kernel modules were not listed ahead of its first launches "
+              f"({type(e).__name__}: {e}); they compile one by one", file=sys.stderr, flush=True)
+        return None
+    from duorl.startup_phases import PHASES
+
+    preload = Preload(modules, device).start()
+    PHASES.add("warp modules listed", t0, modules=float(len(modules)))
+    return preload
+
+
+def finish(preload: "Preload") -> None:
+    """Wait for `preload` and record it as the start-up phase "warp modules preloaded"."""
+    from duorl.startup_phases import PHASES
+
+    t0 = time.time()
+    preload.wait()
+    PHASES.add("warp modules preloaded", preload.started, preload.ended, modules=float(len(preload.modules)),
+               workers=float(preload.workers), first_step_waited_s=time.time() - t0)
 
 
 class Preload:

@@ -152,13 +152,15 @@ def max_episode_steps_of(cfg: Any) -> int:
 
 def build_env(cfg: Any, device: str, render: bool = False) -> Any:
     """mjlab's ManagerBasedRlEnv for `cfg` on `device` (a torch device string; mjlab hands it to Warp:
-    'cpu' is Warp's CPU device). Its tables of managers go nowhere: the run's console stays duorl's."""
+    'cpu' is Warp's CPU device). Its tables of managers go nowhere: the run's console stays duorl's. Its
+    physics' Warp modules compile in parallel as it is built (kernel_preload.py)."""
     import torch
     from mjlab.envs import ManagerBasedRlEnv
 
     from duorl.envs.backends.mjwarp import warp_device_for
+    from duorl.envs.mjlab.kernel_preload import preloading
 
     dev = warp_device_for(torch.device(device))
-    with contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stdout(io.StringIO()), preloading():
         return ManagerBasedRlEnv(cfg, device=dev, render_mode="rgb_array" if render else None)
 
