@@ -45,7 +45,9 @@ def test_every_row_has_a_status_and_a_warm_listing_is_fast(tmp_path):
         assert rows[f"mjlab:{tracking}"].endswith("needs task.motion_file")
     own = rows["mjlab:Duorl-Example-Pendulum"]
     assert own.split()[1:4] == ["3", "3", "1"] and f"mjlab entry point {EXAMPLE_DIST}" in own and own.endswith("trainable")
-    assert len(list((tmp_path / "cache" / "tasks").glob("mjlab-*.json"))) == 1
+    # one listing of this mjlab version, and the registry's ids beside it (the learner's id check reads them)
+    names = sorted(p.name for p in (tmp_path / "cache" / "tasks").glob("mjlab-*.json"))
+    assert len(names) == 2 and names[0].endswith("-ids.json") and names[1] == names[0].replace("-ids", ""), names
     warm, warm_s = _tasks(env)
     assert warm.returncode == 0 and warm.stdout == cold.stdout and warm.stderr == ""
     assert warm_s < 5.0, (cold_s, warm_s)
