@@ -48,6 +48,7 @@ from duorl.runtime.iteration_metrics import IterationMetrics
 from duorl.runtime.outcome import LOOP_ENDINGS, StartRefused, outcome_of  # noqa: F401 - StartRefused: re-exported
 from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readable_window
 from duorl.runtime.settings import DuoSettings
+from duorl.runtime.socket_dir import ensure_short_socket_dir
 from duorl.runtime.task_finiteness import FinitenessCheck
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import WeightBoard
@@ -119,6 +120,8 @@ class PrestartedCollector:
     handlers)."""
 
     def __init__(self, preimports: tuple[str, ...] = ()) -> None:
+        ensure_short_socket_dir()  # the shared CPU tensors this pipe carries go over a Unix socket
+        self.send_error: str | None = None  # why a message could not be sent (None: sent, or the collector gone)
         ctx = mp.get_context("spawn")
         child, self.conn = ctx.Pipe(duplex=False)  # (receiving end, sending end)
         self.process = ctx.Process(target=collector_entry, args=(child, tuple(preimports)), name="duorl-collector",
@@ -144,8 +147,10 @@ class PrestartedCollector:
         self.env = EnvArgs(env_factory, actor_factory, device, torch_threads, ControlBlock.allocate(), fail_env_build)
         try:
             self.conn.send(self.env)
-        except OSError:  # it is gone (BrokenPipeError): the duo's liveness check names it at the spawn
+        except (BrokenPipeError, ConnectionResetError):  # it is gone: the duo's liveness check names it
             pass
+        except OSError as e:  # the message itself failed (its tensors' descriptors could not be passed)
+            self.send_error = f"the learner could not send the collector its env's arguments: {e!r}"
 
     def began_building(self) -> bool:
         """It read its env's arguments (it records its pid then): from here it is the duo's collector, alive
@@ -161,8 +166,10 @@ class PrestartedCollector:
         def send() -> None:
             try:
                 self.conn.send(args)
-            except OSError:  # the collector is gone (BrokenPipeError): _collector_alive names it
+            except (BrokenPipeError, ConnectionResetError):  # the collector is gone: _collector_alive names it
                 pass
+            except Exception as e:  # noqa: BLE001 - the message itself failed: _collector_alive names the cause
+                self.send_error = f"the learner could not send the collector its arguments: {e!r}"
             finally:
                 self.conn.close()
 
@@ -315,6 +322,8 @@ class Duo:
     def _collector_alive(self) -> str | None:
         p = self.process
         assert p is not None
+        if self.prestarted is not None and self.prestarted.send_error is not None:
+            return f"collector (pid {p.pid}) was never reached: {self.prestarted.send_error}"
         if self.control.get(COLLECTOR_FAILED):
             return f"collector (pid {p.pid}) failed: {self.control.read_error().strip()}"
         if not p.is_alive():
