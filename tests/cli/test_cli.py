@@ -25,10 +25,17 @@ def no_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def fake_train(monkeypatch: pytest.MonkeyPatch) -> list[Config]:
-    """Replace duorl.cli.train so that `train` records its config instead of training."""
+    """Replace duorl.cli.train so that `train` records its config instead of training (and checks that the
+    collector's process it is given was started before, and is alive)."""
     calls: list[Config] = []
     mod = types.ModuleType("duorl.cli.train")
-    mod.train = lambda cfg: calls.append(cfg) or 0  # type: ignore[attr-defined]
+
+    def train(cfg: Config, prestarted: object = None) -> int:
+        assert prestarted is not None and prestarted.process.is_alive()  # type: ignore[attr-defined]
+        calls.append(cfg)
+        return 0
+
+    mod.train = train  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "duorl.cli.train", mod)
     return calls
 

@@ -37,3 +37,25 @@ def test_ctrl_c_during_a_slow_factory_stops_at_once(tmp_path: Path, duorl_env: d
     assert code == 0 and waited < 5, (code, waited, rest)
     assert "stopped before the run started (nothing was written)" in rest and "Traceback" not in rest, rest
     assert not run.exists()
+
+
+def test_a_library_that_turns_the_stop_into_its_own_error_still_stops_early() -> None:
+    """OmegaConf, interrupted while it builds a node, raises an AttributeError of its half-built state
+    instead of the stop (a CI run's SIGINT 0.5 s into the config): after a stop that is the stop's doing."""
+    import pytest
+
+    from duorl.cli.early_stop import StoppedEarly, stops_at_once
+    from duorl.runtime.stop_signals import STOP_REQUEST
+
+    with STOP_REQUEST.listen():
+        with pytest.raises(StoppedEarly):
+            with stops_at_once():
+                try:
+                    os.kill(os.getpid(), signal.SIGINT)  # the handler raises PhaseInterrupted here
+                    time.sleep(5)
+                except BaseException:
+                    raise AttributeError("'NoneType' object has no attribute '_invalidate_flags_cache'") from None
+        with pytest.raises(ValueError):  # an error of the work itself, without a stop, stays that error
+            STOP_REQUEST.signal = None
+            with stops_at_once():
+                raise ValueError("a bad key")

@@ -1,5 +1,5 @@
 """A run's start-up: its console lines and startup.json (duorl/startup_phases.py), the collector started
-before the learner is built (runtime/duo.PrestartedCollector), and `duorl warmup`."""
+before the learner is built (runtime/prestart.PrestartedCollector), and `duorl warmup`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tests.conftest import TINY, duorl_cmd, run_duorl
 LEARNER = ["interpreter", "config", "imports", "checks", "run directory", "collector's env sent", "learner", "reporting",
            "buffers", "spawn", "waiting for the collector's env", "first iteration", "first iteration on collected ticks",
            "first update"]
-COLLECTOR = ["imports", "imports ahead", "waiting for the checks", "device", "env", "actor and reset",
+COLLECTOR = ["imports", "waiting for the config", "imports ahead", "waiting for the checks", "device", "env", "actor and reset",
              "waiting for the learner", "views and tick", "first tick", "first iteration"]
 
 
@@ -45,9 +45,9 @@ def test_a_run_says_its_start_up_and_writes_the_table(tmp_path: Path) -> None:
 
 
 def test_a_prestarted_collector_that_is_never_needed_is_ended() -> None:
-    from duorl.runtime.duo import PrestartedCollector
+    from duorl.runtime.prestart import PrestartedCollector
 
-    pre = PrestartedCollector(("duorl.envs.registry",))
+    pre = PrestartedCollector()
     assert pre.process.is_alive()
     t0 = time.monotonic()
     pre.cancel()

@@ -1,5 +1,5 @@
 """The collector's env built beside the learner's build (cli/train.py: checks, run directory, the collector's
-env, learner; cli/train_steps/collector_env.py; runtime/duo.PrestartedCollector.build), with real `duorl
+env, learner; cli/train_steps/collector_env.py; runtime/prestart.PrestartedCollector.build), with real `duorl
 train` processes: the order startup.json records, an env failure while the learner builds, a stop then, and
 no process left behind. debug.learner_build_delay_ms holds the learner's build open, so that the order does
 not depend on how fast this machine imports."""

@@ -303,7 +303,7 @@ def test_validation_happens_before_anything_is_built(monkeypatch: pytest.MonkeyP
 
     called: list[object] = []
     fake = types.ModuleType("duorl.cli.train")
-    fake.train = lambda cfg: called.append(cfg) or 0  # type: ignore[attr-defined]
+    fake.train = lambda cfg, prestarted=None: called.append(cfg) or 0  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "duorl.cli.train", fake)
     fake_registry = types.ModuleType("duorl.envs.registry")
 

@@ -1,6 +1,6 @@
-"""runtime/duo.PrestartedCollector's two messages with a real process: sent its env's arguments, it builds
+"""runtime/prestart.PrestartedCollector's messages with a real process: prepared and sent its env's arguments, it builds
 its env, actor and first observation before any learner exists; one that no duo takes is ended, building
-or built; and its env's arguments go once."""
+or built; its env's arguments go once; the environment set after its start reaches it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from duorl.cli.configure import load_config
 from duorl.envs.registry import make_vec_env
 from duorl.envs.task_sources import source_of
 from duorl.runtime.control import COLLECTOR_PID
-from duorl.runtime.duo import PrestartedCollector
+from duorl.runtime.prestart import PrestartedCollector
 
 
 def _factories() -> tuple[functools.partial, functools.partial]:
@@ -28,8 +28,13 @@ def _factories() -> tuple[functools.partial, functools.partial]:
 @pytest.mark.slow
 def test_a_prestarted_collector_builds_its_env_before_any_learner_and_a_cancel_ends_it() -> None:
     env_factory, actor_factory = _factories()
-    pre = PrestartedCollector(("duorl.envs.registry", "duorl.algos.registry"))
+    pre = PrestartedCollector()
     try:
+        with pytest.raises(RuntimeError, match="after its preparation"):
+            pre.build(env_factory, actor_factory, "cpu", 1)  # its env's arguments come after its preparation
+        pre.prepare(("duorl.envs.registry", "duorl.algos.registry"))
+        with pytest.raises(RuntimeError, match="prepared once"):
+            pre.prepare(())
         pre.build(env_factory, actor_factory, "cpu", 1)
         assert pre.control is not None
         with pytest.raises(RuntimeError, match="once"):
@@ -48,3 +53,32 @@ def test_a_prestarted_collector_builds_its_env_before_any_learner_and_a_cancel_e
     finally:
         if pre.process.is_alive():
             pre.process.kill()
+
+
+def test_the_environment_set_after_the_start_reaches_the_collector_before_its_imports_ahead(
+        tmp_path, monkeypatch) -> None:
+    """A collector started before its learner read its configuration takes on what the learner set or removed
+    since (the compile caches, MPS's pipe directory, a rank's devices) before anything imports them; torch
+    was imported meanwhile, torch._dynamo (which reads the compile caches' variables) was not."""
+    import json
+
+    monkeypatch.setenv("DUORL_TEST_GONE", "early")
+    monkeypatch.setenv("DUORL_TEST_KEPT", "kept")
+    pre = PrestartedCollector()
+    try:
+        probe = tmp_path / "probe.json"
+        monkeypatch.delenv("DUORL_TEST_GONE")
+        monkeypatch.setenv("DUORL_TEST_SET", "late")
+        monkeypatch.setenv("DUORL_TEST_PROBE", str(probe))
+        pre.prepare(("tests.runtime.env_probe:record",))
+        deadline = time.monotonic() + 120
+        while not probe.exists() and time.monotonic() < deadline:
+            assert pre.process.is_alive()
+            time.sleep(0.05)
+        seen = json.loads(probe.read_text())
+        assert seen == {"DUORL_TEST_SET": "late", "DUORL_TEST_GONE": None, "DUORL_TEST_KEPT": "kept",
+                        "torch_imported_before": True, "dynamo_imported_before": False}
+        assert pre.send_error is None
+    finally:
+        pre.cancel()
+    assert not pre.process.is_alive()

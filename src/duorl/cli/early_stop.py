@@ -32,6 +32,8 @@ def stops_at_once() -> Iterator[None]:
             if STOP_REQUEST():  # a signal that came before this point
                 raise StoppedEarly()
             yield
+    except StoppedEarly:
+        raise
     except BaseException as e:
         # the handler raised it, importing runtime.control (torch) then: checking costs nothing before
         if "duorl.runtime.control" in sys.modules:
@@ -39,6 +41,10 @@ def stops_at_once() -> Iterator[None]:
 
             if isinstance(e, PhaseInterrupted):
                 raise StoppedEarly() from e
+        # a library that catches the interruption and fails on its half-built state instead (OmegaConf, hit
+        # while it builds a node, raises an AttributeError): after a stop, whatever the work raised is its doing
+        if STOP_REQUEST() and not isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise StoppedEarly() from e
         raise
 
 

@@ -396,10 +396,16 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
     from duorl.config.errors import InputRefused
     from duorl.distributed.launch import rank_env
 
+    from duorl.runtime.prestart import PrestartedCollector
+
     renv = rank_env()
+    prestarted = None
     try:
+        # first: the collector's interpreter and its import of torch go on beside this process's
+        # configuration and imports (runtime/prestart.py); it is cancelled wherever no duo takes it
+        prestarted = PrestartedCollector()
         if renv is not None:
-            return _start_rank(args, overrides, renv)
+            return _start_rank(args, overrides, renv, prestarted)
         from duorl.cli.early_stop import StoppedEarly, say_stopped, stops_at_once
 
         try:
@@ -413,20 +419,24 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str], argv: list[str]) 
         data_parallel = data_parallel_enabled(cfg, launched_rank=renv is not None)
         check_data_parallel_keys(cfg, data_parallel)
         if renv is None and data_parallel:
+            prestarted.cancel()  # the launcher trains nothing itself: its ranks start their own
             return _launch_data_parallel(cfg, argv)
         PHASES.add_since_last("config")  # parsed, loaded and validated
         with PHASES.phase("imports"):
             from duorl.cli.train import train  # the runtime (torch first), imported only once the config is known good
 
-        return int(train(cfg) or 0)
+        return int(train(cfg, prestarted) or 0)
     except InputRefused as e:  # ConfigError, also raised by the runtime's late checks (e.g. resolve_device)
         return _error(str(e))
     except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, as asked (docs/exit_codes.md)
         print("duorl: interrupted", file=sys.stderr)
         return 0
+    finally:
+        if prestarted is not None:
+            prestarted.cancel()  # refused, stopped or failed before a duo took it (else: nothing)
 
 
-def _start_rank(args: argparse.Namespace, overrides: list[str], renv: Any) -> int:
+def _start_rank(args: argparse.Namespace, overrides: list[str], renv: Any, prestarted: Any) -> int:
     """A data-parallel rank: its own checks, then the roll call (distributed/roll_call.py), so that a
     refusal on any rank ends every rank at once with its message; then the run."""
     from duorl.cli.configure import load_config
@@ -474,7 +484,7 @@ def _start_rank(args: argparse.Namespace, overrides: list[str], renv: Any) -> in
     assert cfg is not None
     from duorl.cli.train import train
 
-    code = int(train(cfg) or 0)
+    code = int(train(cfg, prestarted) or 0)
     if code == 0:  # a clean end leaves none of torchelastic's (empty) folders behind
         leave_no_elastic_tree()
     return code

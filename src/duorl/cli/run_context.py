@@ -74,7 +74,7 @@ class RunContext:
     mps: "MpsSession"
     place: Place
     t0: float  # perf_counter at the start of the run: the wall time a failure outside the loop records
-    prestarted: Any = None  # the collector's process, started beside the checks (runtime/duo.PrestartedCollector)
+    prestarted: Any = None  # the collector's process, started before the config is read (runtime/prestart.PrestartedCollector)
     # the checks: the configuration as data (config.load.config_to_dict), made once: the ranks compare it, a
     # resumed checkpoint's configuration is checked against it, run_config.json keeps it; and their findings
     record: dict[str, Any] | None = None

@@ -38,7 +38,7 @@ from duorl.gpu.compiling import use_persistent_compile_caches
 from duorl.gpu.torch_internals import compile_seconds
 from duorl.mps.session import MpsSession
 from duorl.runtime.atomic_files import WriteFailed
-from duorl.runtime.duo import PrestartedCollector
+from duorl.runtime.prestart import PrestartedCollector
 from duorl.runtime.outcome import exit_code
 from duorl.runtime.stop_signals import early_stop_signal
 from duorl.startup_phases import PHASES
@@ -50,9 +50,10 @@ from duorl.startup_phases import PHASES
 # collector starts beside it.
 
 
-def train(cfg: Config) -> int:
+def train(cfg: Config, prestarted: PrestartedCollector | None = None) -> int:
     """Run one training job, or this process's rank of it; returns the exit code (0 completed or
-    interrupted, 1 failed, 2 refused)."""
+    interrupted, 1 failed, 2 refused). `prestarted`: its collector's process, started before the
+    configuration was read (`duorl train`, cli/main.py); None starts it here."""
     if PHASES.last("imports") is None:  # not timed by `duorl train` (cli/main.py): a rank, a warm-up, a script
         PHASES.add_since_last("config and imports")
     PHASES.add_counter("torch.compile", compile_seconds)  # each phase says how much of it compiling took
@@ -70,7 +71,7 @@ def train(cfg: Config) -> int:
 
         ctx = DistContext.initialize(renv, device, tr.dp_timeout_s, tr.dp_startup_timeout_s)
     try:
-        code = _train(cfg, device, mps, ctx)
+        code = _train(cfg, device, mps, ctx, prestarted)
     except WriteFailed as e:
         if ctx is None:  # outside the duo's loop (the run directory's first files): no traceback
             print(f"duorl: error: {e}", file=sys.stderr, flush=True)
@@ -91,12 +92,16 @@ def train(cfg: Config) -> int:
     return code
 
 
-def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any) -> int:
-    """Start the collector's process, then run the steps on one RunContext; a collector that no duo took is
-    cancelled (it built at most its env)."""
+def _train(cfg: Config, device: torch.device, mps: MpsSession, ctx: Any,
+           prestarted: PrestartedCollector | None) -> int:
+    """Prepare the collector's process (start it, if nobody did), then run the steps on one RunContext; a
+    collector that no duo took is cancelled (it built at most its env)."""
     t0 = time.perf_counter()
-    # the collector's interpreter and imports go on beside the checks, its env beside the learner's build
-    run = RunContext(cfg, device, mps, Place.of(ctx), t0, PrestartedCollector(_collector_preimports(cfg)))
+    # its imports ahead go on beside the checks, its env beside the learner's build; the environment this
+    # process set up (compile caches, MPS, a rank's devices) goes with them
+    pre = prestarted if prestarted is not None else PrestartedCollector()
+    pre.prepare(_collector_preimports(cfg))
+    run = RunContext(cfg, device, mps, Place.of(ctx), t0, pre)
     try:
         return _run(run)
     finally:

@@ -1,9 +1,11 @@
 """The collector process: an actor copy and a VecEnv on the duo's device, writing replay.
 
-A prestarted collector (runtime/duo.py, PrestartedCollector) gets two messages: `EnvArgs` once the run's
-checks passed, from which it builds its env, its actor and the first observation while the learner is
-built, then `CollectorArgs` at the duo's spawn (the shared buffers, the weights, the run's settings),
-with which it builds its tick and runs. A plain spawn gets `CollectorArgs` alone and builds it all then.
+A prestarted collector (runtime/prestart.py, PrestartedCollector), started before its learner read the
+configuration, gets three messages: `Preparation` once the configuration is known good (the environment
+the learner set since, what to import ahead), `EnvArgs` once the run's checks passed, from which it builds
+its env, its actor and the first observation while the learner is built, then `CollectorArgs` at the duo's
+spawn (the shared buffers, the weights, the run's settings), with which it builds its tick and runs. A
+plain spawn gets `CollectorArgs` alone and builds it all then.
 
 Collector iteration k runs ticks [k*s, (k+1)*s) with W_k, the weights learner iteration k-1 published
 (W_0 = initial weights), then announces the ticks. It never runs ahead of the weights, so the duo's
@@ -82,6 +84,17 @@ class CollectorArgs:
 
 
 @dataclass
+class Preparation:
+    """A prestarted collector's first message, once the learner's configuration is known good: what the
+    learner changed in its environment since it started this process (the compile caches, CUDA MPS's pipe
+    directory, a rank's visible devices; None: removed), applied before anything here reads it, and what to
+    import ahead ("module" or "module:function", the function called without arguments)."""
+
+    environ: dict[str, str | None]
+    preimports: tuple[str, ...]
+
+
+@dataclass
 class EnvArgs:
     """What a prestarted collector builds its env, its actor and its first observation from, sent once the
     run's checks passed and its directory is claimed, before the learner is built (runtime/duo.py,
@@ -106,26 +119,24 @@ class _Built:
     obs: dict[str, torch.Tensor]
 
 
-def collector_entry(conn: Any, preimports: tuple[str, ...]) -> None:
-    """Entry point of a collector started before its learner is built (runtime/duo.py, PrestartedCollector):
-    it imports what its env will need ("module" or "module:function", the function called without
-    arguments) while the learner checks its inputs; given its EnvArgs (the checks passed), it builds its env,
-    actor and first observation while the learner builds itself; then it runs collector_main with the
-    CollectorArgs the learner sends at its spawn. A learner that sends nothing (its run was refused) closes
-    the pipe or kills this process: nothing was built here."""
+def collector_entry(conn: Any) -> None:
+    """Entry point of a collector started before its learner read its configuration (runtime/prestart.py,
+    PrestartedCollector): this process imported torch and the runtime meanwhile; given its Preparation, it
+    takes on the learner's environment and imports what its env will need while the learner checks its
+    inputs; given its EnvArgs (the checks passed), it builds its env, actor and first observation while the
+    learner builds itself; then it runs collector_main with the CollectorArgs the learner sends at its spawn.
+    A learner that sends nothing (its run was refused) closes the pipe or kills this process: nothing was
+    built here."""
     PHASES.add("imports", PHASES.origin)
     _count_compiles()
-    with PHASES.phase("imports ahead"):
-        for entry in preimports:
-            module, _, function = entry.partition(":")
-            try:
-                imported = importlib.import_module(module)
-                if function:
-                    getattr(imported, function)()
-            except Exception:  # noqa: BLE001 - the env build imports it again and reports the error there
-                pass
-    with PHASES.phase("waiting for the checks"):
+    with PHASES.phase("waiting for the config"):
         first = _receive(conn)
+    if isinstance(first, Preparation):
+        _take_environment(first.environ)
+        with PHASES.phase("imports ahead"):
+            _import_ahead(first.preimports)
+        with PHASES.phase("waiting for the checks"):
+            first = _receive(conn)
     built = None
     if isinstance(first, EnvArgs):
         built = _build_ahead(first)
@@ -133,6 +144,27 @@ def collector_entry(conn: Any, preimports: tuple[str, ...]) -> None:
             first = _receive(conn)
     conn.close()
     collector_main(first, built)
+
+
+def _take_environment(environ: dict[str, str | None]) -> None:
+    """The learner's environment changes since this process started: nothing read them yet (torch's
+    import reads none of them; CUDA, Dynamo and Warp start later)."""
+    for key, value in environ.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def _import_ahead(preimports: tuple[str, ...]) -> None:
+    for entry in preimports:
+        module, _, function = entry.partition(":")
+        try:
+            imported = importlib.import_module(module)
+            if function:
+                getattr(imported, function)()
+        except Exception:  # noqa: BLE001 - the env build imports it again and reports the error there
+            pass
 
 
 def _receive(conn: Any) -> Any:

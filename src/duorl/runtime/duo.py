@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
@@ -20,7 +19,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from duorl.envs.base import EnvSpec
-from duorl.runtime.collector import CollectorArgs, EnvArgs, collector_entry, collector_main, remove_snapshots
+from duorl.runtime.collector import CollectorArgs, collector_main, remove_snapshots
 from duorl.runtime.coordination import RankCoordinator, Solo
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch
 from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
@@ -29,7 +28,6 @@ from duorl.runtime.orphans import COLLECTOR as COLLECTOR_ROLE
 from duorl.runtime.stop_signals import STOP_REQUEST
 from duorl.runtime.control import (
     COLLECTOR_FAILED,
-    COLLECTOR_PID,
     COLLECTOR_READY,
     FINAL_BOUNDARY,
     INTERRUPTIBLE_PHASES,
@@ -48,7 +46,7 @@ from duorl.runtime.iteration_metrics import IterationMetrics
 from duorl.runtime.outcome import LOOP_ENDINGS, StartRefused, outcome_of  # noqa: F401 - StartRefused: re-exported
 from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readable_window
 from duorl.runtime.settings import DuoSettings
-from duorl.runtime.socket_dir import ensure_short_socket_dir
+from duorl.runtime.prestart import PrestartedCollector
 from duorl.runtime.task_finiteness import FinitenessCheck
 from duorl.runtime.timing import PhaseTimer, sync
 from duorl.runtime.weights import WeightBoard
@@ -107,86 +105,6 @@ class _Ending:
     failed_part: str | None = None
     keep_last_checkpoint: bool = False
     last_metrics: dict[str, float] = field(default_factory=dict)
-
-
-class PrestartedCollector:
-    """A collector process started before its learner is built (runtime/collector.py, collector_entry), one
-    protocol of two messages: it imports what its env needs (its interpreter, torch, Warp, MuJoCo Warp or
-    mjlab) beside the learner's checks; `build` (once the checks passed) sends it what its env is built
-    from, which it builds, with its actor and first observation, beside the learner's build and capture;
-    the Duo `hand`s it the rest (the shared buffers, the settings) when it spawns its collector. `cancel()`
-    ends it where no duo took it (a run refused, failed or stopped before its duo): it built at most its
-    env. Started with the same protections as a plain spawn (named parent, SIGINT/SIGTERM ignored until its
-    handlers)."""
-
-    def __init__(self, preimports: tuple[str, ...] = ()) -> None:
-        ensure_short_socket_dir()  # the shared CPU tensors this pipe carries go over a Unix socket
-        self.send_error: str | None = None  # why a message could not be sent (None: sent, or the collector gone)
-        ctx = mp.get_context("spawn")
-        child, self.conn = ctx.Pipe(duplex=False)  # (receiving end, sending end)
-        self.process = ctx.Process(target=collector_entry, args=(child, tuple(preimports)), name="duorl-collector",
-                                   daemon=True)
-        with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
-            self.process.start()
-        child.close()
-        self.handed = False
-        self.env: EnvArgs | None = None  # what it was sent to build (None: nothing yet)
-
-    @property
-    def control(self) -> ControlBlock | None:
-        """The control block it reports through from its env build on (the duo's), once `build` sent it."""
-        return self.env.control if self.env is not None else None
-
-    def build(self, env_factory: Callable[[], Any], actor_factory: Callable[[torch.device], nn.Module],
-              device: str, torch_threads: int, fail_env_build: bool = False) -> None:
-        """Send it what its env is built from (and allocate the duo's control block, which it reports its
-        phase and a failure through): only once the run's checks passed (nothing is built before) and, with
-        peers, every rank agreed on them. A small message: sent in line."""
-        if self.env is not None or self.handed:
-            raise RuntimeError("a prestarted collector is sent its env's arguments once, before its duo takes it")
-        self.env = EnvArgs(env_factory, actor_factory, device, torch_threads, ControlBlock.allocate(), fail_env_build)
-        try:
-            self.conn.send(self.env)
-        except (BrokenPipeError, ConnectionResetError):  # it is gone: the duo's liveness check names it
-            pass
-        except OSError as e:  # the message itself failed (its tensors' descriptors could not be passed)
-            self.send_error = f"the learner could not send the collector its env's arguments: {e!r}"
-
-    def began_building(self) -> bool:
-        """It read its env's arguments (it records its pid then): from here it is the duo's collector, alive
-        or not, and its death is the run's failure rather than a reason to spawn another."""
-        control = self.control
-        return control is not None and control.get(COLLECTOR_PID) == self.process.pid
-
-    def hand(self, args: CollectorArgs) -> mp.Process:
-        """Send the collector its arguments (CUDA tensors as IPC handles, CPU ones as shared memory), from a
-        thread: the collector reads them once its imports are done, and a message larger than the pipe's
-        buffer (a resumed env's state) must not hold the learner, which goes on to capture meanwhile. A
-        collector that dies before reading them is the learner's liveness check's to report."""
-        def send() -> None:
-            try:
-                self.conn.send(args)
-            except (BrokenPipeError, ConnectionResetError):  # the collector is gone: _collector_alive names it
-                pass
-            except Exception as e:  # noqa: BLE001 - the message itself failed: _collector_alive names the cause
-                self.send_error = f"the learner could not send the collector its arguments: {e!r}"
-            finally:
-                self.conn.close()
-
-        self._sender = threading.Thread(target=send, name="duorl-collector-args", daemon=True)
-        self._sender.start()
-        self.handed = True
-        return self.process
-
-    def cancel(self) -> None:
-        """End it unless its duo took it (it built at most its env: nothing the learner shares)."""
-        if self.handed:
-            return
-        self.handed = True
-        self.conn.close()
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=10)
 
 
 class Duo:

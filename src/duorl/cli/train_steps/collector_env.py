@@ -1,6 +1,6 @@
 """The collector's env step of `duorl train`: the collector's env and actor factories (plain partials of the
 registries, which pickle into the spawned collector: docs/design.md §1), made once from what the checks
-found, and sent to the prestarted collector (runtime/duo.PrestartedCollector.build) so that it builds its env,
+found, and sent to the prestarted collector (runtime/prestart.PrestartedCollector.build) so that it builds its env,
 its actor and its first observation while the learner is built and captures, instead of after.
 
 It runs once the checks passed (the memory check among them: nothing the env allocates comes before it) and
