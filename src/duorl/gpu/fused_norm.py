@@ -152,6 +152,53 @@ def layer_norm_silu_fwd_kernel(X, IN_BIAS, W, B, Y, MEAN, RSTD, M, N, eps,
 
 
 @triton.jit
+def _member_params(W, B, IN_BIAS, g, cols, col_ok, N, HAS_IN_BIAS: tl.constexpr):
+    """Member g's weight, bias and in_bias (the weight again without one: read only with one), in fp32."""
+    w = tl.load(W + g * N + cols, mask=col_ok, other=0.0).to(tl.float32)
+    b = tl.load(B + g * N + cols, mask=col_ok, other=0.0).to(tl.float32)
+    ib = w
+    if HAS_IN_BIAS:
+        ib = tl.load(IN_BIAS + g * N + cols, mask=col_ok, other=0.0).to(tl.float32)
+    return w, b, ib
+
+
+@triton.jit
+def _bwd_row_block(DY, X, MEAN, RSTD, DX, g, rows, cols, col_ok, w, b, ib, M, N,
+                   HAS_IN_BIAS: tl.constexpr, AFFINE_GRADS: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The backward of one row block of member g (both backwards' body): stores its dx and returns its
+    sums over rows of dz * xhat and dz (d weight, d bias: zeros unless AFFINE_GRADS) and of dx (d in_bias:
+    zeros unless HAS_IN_BIAS)."""
+    row_ok = rows < M
+    ok = row_ok[:, None] & col_ok[None, :]
+    grow = g.to(tl.int64) * M + rows
+    offs = grow[:, None] * N + cols[None, :]
+    x = tl.load(X + offs, mask=ok, other=0.0).to(tl.float32)
+    if HAS_IN_BIAS:
+        x += ib[None, :]
+    dy = tl.load(DY + offs, mask=ok, other=0.0).to(tl.float32)
+    mean = tl.load(MEAN + grow, mask=row_ok, other=0.0)
+    rstd = tl.load(RSTD + grow, mask=row_ok, other=0.0)
+    xhat = tl.where(ok, (x - mean[:, None]) * rstd[:, None], 0.0)
+    z = xhat * w[None, :] + b[None, :]
+    s = tl.sigmoid(z)
+    dz = tl.where(ok, dy * s * (1.0 + z * (1.0 - s)), 0.0)  # silu'(z) = s * (1 + z * (1 - s))
+    dw = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    db = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    dib = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    if AFFINE_GRADS:
+        dw = tl.sum(dz * xhat, axis=0)
+        db = tl.sum(dz, axis=0)
+    gx = dz * w[None, :]
+    c1 = tl.sum(gx * xhat, axis=1) / N
+    c2 = tl.sum(gx, axis=1) / N
+    dx = tl.where(ok, (gx - xhat * c1[:, None] - c2[:, None]) * rstd[:, None], 0.0)
+    tl.store(DX + offs, dx.to(DX.dtype.element_ty), mask=ok)
+    if HAS_IN_BIAS:
+        dib = tl.sum(dx, axis=0)
+    return dw, db, dib
+
+
+@triton.jit
 def layer_norm_silu_bwd_kernel(DY, X, IN_BIAS, W, B, MEAN, RSTD, DX, DW_PART, DB_PART, DIB_PART, M, N, P,
                      STEPS: tl.constexpr, HAS_IN_BIAS: tl.constexpr, AFFINE_GRADS: tl.constexpr,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -159,39 +206,17 @@ def layer_norm_silu_bwd_kernel(DY, X, IN_BIAS, W, B, MEAN, RSTD, DX, DW_PART, DB
     p = tl.program_id(1)
     cols = tl.arange(0, BLOCK_N)
     col_ok = cols < N
-    w = tl.load(W + g * N + cols, mask=col_ok, other=0.0).to(tl.float32)
-    b = tl.load(B + g * N + cols, mask=col_ok, other=0.0).to(tl.float32)
-    if HAS_IN_BIAS:
-        ib = tl.load(IN_BIAS + g * N + cols, mask=col_ok, other=0.0).to(tl.float32)
+    w, b, ib = _member_params(W, B, IN_BIAS, g, cols, col_ok, N, HAS_IN_BIAS)
     dw = tl.zeros((BLOCK_N,), dtype=tl.float32)
     db = tl.zeros((BLOCK_N,), dtype=tl.float32)
     dib = tl.zeros((BLOCK_N,), dtype=tl.float32)
     for step in range(0, STEPS):  # row blocks p, p + P, p + 2P, ...
         rows = (p + step * P) * BLOCK_M + tl.arange(0, BLOCK_M)
-        row_ok = rows < M
-        ok = row_ok[:, None] & col_ok[None, :]
-        grow = g.to(tl.int64) * M + rows
-        offs = grow[:, None] * N + cols[None, :]
-        x = tl.load(X + offs, mask=ok, other=0.0).to(tl.float32)
-        if HAS_IN_BIAS:
-            x += ib[None, :]
-        dy = tl.load(DY + offs, mask=ok, other=0.0).to(tl.float32)
-        mean = tl.load(MEAN + grow, mask=row_ok, other=0.0)
-        rstd = tl.load(RSTD + grow, mask=row_ok, other=0.0)
-        xhat = tl.where(ok, (x - mean[:, None]) * rstd[:, None], 0.0)
-        z = xhat * w[None, :] + b[None, :]
-        s = tl.sigmoid(z)
-        dz = tl.where(ok, dy * s * (1.0 + z * (1.0 - s)), 0.0)  # silu'(z) = s * (1 + z * (1 - s))
-        if AFFINE_GRADS:
-            dw += tl.sum(dz * xhat, axis=0)
-            db += tl.sum(dz, axis=0)
-        gx = dz * w[None, :]
-        c1 = tl.sum(gx * xhat, axis=1) / N
-        c2 = tl.sum(gx, axis=1) / N
-        dx = tl.where(ok, (gx - xhat * c1[:, None] - c2[:, None]) * rstd[:, None], 0.0)
-        tl.store(DX + offs, dx.to(DX.dtype.element_ty), mask=ok)
-        if HAS_IN_BIAS:
-            dib += tl.sum(dx, axis=0)
+        bw, bb, bib = _bwd_row_block(DY, X, MEAN, RSTD, DX, g, rows, cols, col_ok, w, b, ib, M, N,
+                                     HAS_IN_BIAS, AFFINE_GRADS, BLOCK_N)
+        dw += bw
+        db += bb
+        dib += bib
     part = (g * P + p) * N + cols
     if AFFINE_GRADS:
         tl.store(DW_PART + part, dw, mask=col_ok)
@@ -210,39 +235,17 @@ def layer_norm_silu_bwd_dx_kernel(DY, X, IN_BIAS, W, B, MEAN, RSTD, DX, PART, M,
     p = tl.program_id(1)
     cols = tl.arange(0, BLOCK_N)
     col_ok = cols < N
-    w = tl.load(W + g * N + cols, mask=col_ok, other=0.0).to(tl.float32)
-    b = tl.load(B + g * N + cols, mask=col_ok, other=0.0).to(tl.float32)
-    if HAS_IN_BIAS:
-        ib = tl.load(IN_BIAS + g * N + cols, mask=col_ok, other=0.0).to(tl.float32)
+    w, b, ib = _member_params(W, B, IN_BIAS, g, cols, col_ok, N, HAS_IN_BIAS)
     dw = tl.zeros((BLOCK_N,), dtype=tl.float32)
     db = tl.zeros((BLOCK_N,), dtype=tl.float32)
     dib = tl.zeros((BLOCK_N,), dtype=tl.float32)
     for step in tl.static_range(STEPS):  # unrolled: the blocks' loads can be in flight together
         rows = (p * STEPS + step) * BLOCK_M + tl.arange(0, BLOCK_M)
-        row_ok = rows < M
-        ok = row_ok[:, None] & col_ok[None, :]
-        grow = g.to(tl.int64) * M + rows
-        offs = grow[:, None] * N + cols[None, :]
-        x = tl.load(X + offs, mask=ok, other=0.0).to(tl.float32)
-        if HAS_IN_BIAS:
-            x += ib[None, :]
-        dy = tl.load(DY + offs, mask=ok, other=0.0).to(tl.float32)
-        mean = tl.load(MEAN + grow, mask=row_ok, other=0.0)
-        rstd = tl.load(RSTD + grow, mask=row_ok, other=0.0)
-        xhat = tl.where(ok, (x - mean[:, None]) * rstd[:, None], 0.0)
-        z = xhat * w[None, :] + b[None, :]
-        s = tl.sigmoid(z)
-        dz = tl.where(ok, dy * s * (1.0 + z * (1.0 - s)), 0.0)  # silu'(z) = s * (1 + z * (1 - s))
-        if AFFINE_GRADS:
-            dw += tl.sum(dz * xhat, axis=0)
-            db += tl.sum(dz, axis=0)
-        gx = dz * w[None, :]
-        c1 = tl.sum(gx * xhat, axis=1) / N
-        c2 = tl.sum(gx, axis=1) / N
-        dx = tl.where(ok, (gx - xhat * c1[:, None] - c2[:, None]) * rstd[:, None], 0.0)
-        tl.store(DX + offs, dx.to(DX.dtype.element_ty), mask=ok)
-        if HAS_IN_BIAS:
-            dib += tl.sum(dx, axis=0)
+        bw, bb, bib = _bwd_row_block(DY, X, MEAN, RSTD, DX, g, rows, cols, col_ok, w, b, ib, M, N,
+                                     HAS_IN_BIAS, AFFINE_GRADS, BLOCK_N)
+        dw += bw
+        db += bb
+        dib += bib
     part = (g.to(tl.int64) * P + p) * N + cols
     plane = tl.num_programs(0).to(tl.int64) * P * N  # one k's [G, P, N]
     if AFFINE_GRADS:
