@@ -29,7 +29,7 @@ def test_a_run_says_its_start_up_and_writes_the_table(tmp_path: Path) -> None:
     lines = [line for line in r.stdout.splitlines() if line.startswith("duorl: start-up")]
     assert 4 <= len(lines) <= 10, lines
     assert any("learner ready, collector spawned: interpreter" in line for line in lines), lines
-    assert any("collector's env built: imports" in line for line in lines), lines
+    assert any("collector's env built: imports" in line and ", waiting for the config " in line for line in lines), lines
     assert lines[-1].endswith(f"first update; every phase of both processes in {run / 'startup.json'}"), lines
     rec = json.loads((run / "startup.json").read_text())
     assert [p["name"] for p in rec["learner"]] == LEARNER

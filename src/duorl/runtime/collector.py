@@ -366,8 +366,9 @@ def _run(args: CollectorArgs, built: _Built | None) -> None:
     beat = Heartbeat(args.control, "collector", args.stall)
     watch = PeerWatch(args.control, beat, args.learner_pid, args.stall)
     parts = _build(args, device, beat, built)
-    _say_startup(args, "collector's env built", ("imports", "imports ahead", "waiting for the checks", "device", "env",
-                                                 "actor and reset", "waiting for the learner", "views and tick"))
+    _say_startup(args, "collector's env built", ("imports", "waiting for the config", "imports ahead",
+                                                 "waiting for the checks", "device", "env", "actor and reset",
+                                                 "waiting for the learner", "views and tick"))
     args.control.set(COLLECTOR_READY, 1)
     try:
         _loop(args, parts, device, beat, watch)
