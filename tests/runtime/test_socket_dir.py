@@ -75,3 +75,14 @@ def test_a_long_tmpdir_fails_the_send_and_the_short_socket_dir_mends_it(tmp_path
 
 def test_a_short_tmpdir_is_kept() -> None:
     assert fits("/tmp") and not fits("/" + "x" * (SUN_PATH_MAX - 20))
+
+
+def test_a_short_tmpdir_creates_nothing_ahead(tmp_path: Path) -> None:
+    """Where TMPDIR is short enough, multiprocessing's own folder is left to multiprocessing (created
+    only when a descriptor is sent)."""
+    code = ("import multiprocessing; from duorl.runtime.socket_dir import ensure_short_socket_dir; "
+            "print(ensure_short_socket_dir(), multiprocessing.current_process()._config.get('tempdir'))")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(tmp_path)),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["None", "None"] and not list(tmp_path.iterdir())

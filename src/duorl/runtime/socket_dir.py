@@ -31,18 +31,19 @@ def fits(base: str) -> bool:
     return len(os.fsencode(base)) + _SUFFIX <= SUN_PATH_MAX
 
 
-def ensure_short_socket_dir() -> str:
-    """Make multiprocessing's temporary folder (created once per process, removed at its exit) one whose
-    socket path fits: under tempfile's folder when that is short enough, else under the first writable
-    folder of SHORT_BASES. Returns the folder. Raises SocketDirTooLong, naming TMPDIR and the fix, where
-    the folder exists already and is too long, or no short folder is writable."""
-    current = multiprocessing.util.get_temp_dir() if _created() else None
-    if current is not None:
+def ensure_short_socket_dir() -> str | None:
+    """Make sure multiprocessing's temporary folder (created once per process, removed at its exit) is one
+    whose socket path fits: where tempfile's folder is short enough, nothing is done (None); else the folder
+    is created now under the first writable folder of SHORT_BASES and returned. Raises SocketDirTooLong,
+    naming TMPDIR and the fix, where the folder exists already and is too long, or no short folder is
+    writable."""
+    if _created():
+        current = multiprocessing.util.get_temp_dir()
         if fits(os.path.dirname(current)):
-            return current
+            return None
         raise SocketDirTooLong(_too_long(current, "this process created it before duorl could choose"))
     if fits(tempfile.gettempdir()):
-        return multiprocessing.util.get_temp_dir()
+        return None
     for base in SHORT_BASES:
         if os.path.isdir(base) and os.access(base, os.W_OK | os.X_OK):
             saved = tempfile.tempdir
