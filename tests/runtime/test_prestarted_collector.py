@@ -82,3 +82,42 @@ def test_the_environment_set_after_the_start_reaches_the_collector_before_its_im
     finally:
         pre.cancel()
     assert not pre.process.is_alive()
+
+
+_STOP_DURING_THE_START = """
+import multiprocessing.context, os, signal, sys, time
+from duorl.runtime.prestart import PrestartedCollector
+got = []
+signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+start = multiprocessing.context.SpawnProcess.start
+def start_with_a_stop(self):  # the Ctrl-C lands while the child is being spawned
+    os.kill(os.getpid(), signal.SIGINT)
+    start(self)
+multiprocessing.context.SpawnProcess.start = start_with_a_stop
+pre = PrestartedCollector()
+deadline = time.monotonic() + 5
+while not got and time.monotonic() < deadline:
+    time.sleep(0.01)
+blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+time.sleep(1.0)  # the child's interpreter starts: a held SIGINT reaches it as ignored, it lives on
+alive = pre.process.is_alive()
+pre.cancel()
+print(got == [signal.SIGINT], signal.SIGINT not in blocked, alive)
+"""
+
+
+def test_a_stop_while_the_collector_is_spawned_reaches_this_process_and_spares_the_collector() -> None:
+    """CI: `duorl train` starts its collector first thing, and a Ctrl-C 0.3 s after the command began
+    landed while the spawn ignored SIGINT in this process too: lost, and the run went on (a data-parallel
+    launcher until the test's timeout). Now the spawn holds the signals: this process's handler gets the
+    stop, its mask is back, and the child, holding it until its own handlers exist, is not killed by it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DUORL_PARENT_PID", "TORCHELASTIC_RUN_ID")}
+    p = subprocess.run([sys.executable, "-c", _STOP_DURING_THE_START], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["True", "True", "True"], (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr, p.stderr

@@ -230,10 +230,11 @@ class Duo:
             # daemon: multiprocessing terminates it if this process exits on an unhandled path
             self.process = ctx.Process(target=collector_main, args=(args,), name="duorl-collector", daemon=True)
             # the collector dies with this process from its first import of duorl (runtime/orphans.py), and
-            # ignores SIGINT and SIGTERM from its first instruction until its handlers exist: a launcher's
+            # holds SIGINT and SIGTERM from its first instruction until its handlers exist: a launcher's
             # Ctrl-C or SIGTERM to the rank's process group must not kill it while it starts (its learner,
-            # signalled too, stops the run cleanly); an ignored disposition survives the exec
-            with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
+            # signalled too, stops the run cleanly); a blocked mask survives the exec, and this process's
+            # own handlers still run meanwhile
+            with orphans.naming_parent(COLLECTOR_ROLE), orphans.stop_signals_held_for_children():
                 self.process.start()
         self._watch = PeerWatch(self.control, self._beat, self.process.pid, s.stall)
 

@@ -73,29 +73,15 @@ def naming_parent(role: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def signals_ignored() -> Iterator[None]:
-    """SIGINT and SIGTERM ignored while a child is started (it inherits the disposition through exec;
-    this process's own handlers are back at once). The main thread only; elsewhere nothing changes."""
-    old: dict[int, object] = {}
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                old[sig] = signal.signal(sig, signal.SIG_IGN)
-            except ValueError:  # not the main thread
-                pass
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
 def stop_signals_held_for_children() -> Iterator[None]:
-    """SIGINT and SIGTERM blocked in this (main) thread while it starts children: a child inherits the
-    blocked mask through exec, so a stop that reaches it while the interpreter starts stays pending
-    (never a KeyboardInterrupt from inside Python's start-up, never lost) until duorl's first lines
-    listen and unblock them (duorl/__init__.py). This process still takes the signals: a keeper
-    thread, started before the block, receives them and Python runs the handlers in the main thread."""
+    """SIGINT and SIGTERM blocked in this (main) thread while it starts children (ranks, collectors): a
+    child inherits the blocked mask through exec, so a stop that reaches it while the interpreter starts
+    stays pending (never a KeyboardInterrupt from inside Python's start-up, never lost) until duorl's
+    first lines listen and unblock them (duorl/__init__.py; a collector then ignores SIGINT, its learner
+    owns the stop). This process still takes the signals: a keeper thread, started before the block,
+    receives them and Python runs the handlers in the main thread. Ignoring them instead for the start
+    (the child inherits SIG_IGN too) lost this process's own stop when one came meanwhile: a Ctrl-C in
+    the first second of `duorl train`, which starts its collector first thing, did nothing."""
     if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
         yield
         return

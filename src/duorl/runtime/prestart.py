@@ -35,7 +35,7 @@ def _entry(conn: Any) -> None:
 
 class PrestartedCollector:
     """A collector process started before its learner read its configuration, waiting for its messages;
-    started with the protections of a plain spawn (named parent, SIGINT/SIGTERM ignored until its handlers)."""
+    started with the protections of a plain spawn (named parent, SIGINT/SIGTERM held until its handlers)."""
 
     def __init__(self) -> None:
         ensure_short_socket_dir()  # the shared CPU tensors this pipe carries go over a Unix socket
@@ -44,7 +44,7 @@ class PrestartedCollector:
         ctx = multiprocessing.get_context("spawn")  # torch.multiprocessing's spawn context is this one
         child, self.conn = ctx.Pipe(duplex=False)  # (receiving end, sending end)
         self.process = ctx.Process(target=_entry, args=(child,), name="duorl-collector", daemon=True)
-        with orphans.naming_parent(COLLECTOR_ROLE), orphans.signals_ignored():
+        with orphans.naming_parent(COLLECTOR_ROLE), orphans.stop_signals_held_for_children():
             self.process.start()
         child.close()
         self.prepared = False
