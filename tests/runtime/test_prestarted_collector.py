@@ -95,11 +95,12 @@ def start_with_a_stop(self):  # the Ctrl-C lands while the child is being spawne
     start(self)
 multiprocessing.context.SpawnProcess.start = start_with_a_stop
 pre = PrestartedCollector()
+os.kill(pre.process.pid, signal.SIGINT)  # the same Ctrl-C reaching the child (its group) while its interpreter starts
 deadline = time.monotonic() + 5
 while not got and time.monotonic() < deadline:
     time.sleep(0.01)
 blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set())
-time.sleep(1.0)  # the child's interpreter starts: a held SIGINT reaches it as ignored, it lives on
+time.sleep(1.0)  # the child's interpreter starts: the held SIGINT reaches it as ignored, it lives on
 alive = pre.process.is_alive()
 pre.cancel()
 print(got == [signal.SIGINT], signal.SIGINT not in blocked, alive)

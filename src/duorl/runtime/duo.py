@@ -24,7 +24,6 @@ from duorl.runtime.coordination import RankCoordinator, Solo
 from duorl.runtime.heartbeat import Heartbeat, PeerWatch
 from duorl.runtime.liveness import PhasedCoordinator, PhasedReporter, shutdown_collector
 from duorl.runtime import orphans
-from duorl.runtime.orphans import COLLECTOR as COLLECTOR_ROLE
 from duorl.runtime.stop_signals import STOP_REQUEST
 from duorl.runtime.control import (
     COLLECTOR_FAILED,
@@ -234,7 +233,7 @@ class Duo:
             # Ctrl-C or SIGTERM to the rank's process group must not kill it while it starts (its learner,
             # signalled too, stops the run cleanly); a blocked mask survives the exec, and this process's
             # own handlers still run meanwhile
-            with orphans.naming_parent(COLLECTOR_ROLE), orphans.stop_signals_held_for_children():
+            with orphans.starting_collector():
                 self.process.start()
         self._watch = PeerWatch(self.control, self._beat, self.process.pid, s.stall)
 

@@ -95,6 +95,19 @@ def stop_signals_held_for_children() -> Iterator[None]:
         done.set()
 
 
+@contextlib.contextmanager
+def starting_collector() -> Iterator[None]:
+    """Around a collector's spawn (runtime/duo.py, runtime/prestart.py): it arms against this process and
+    starts with SIGINT and SIGTERM held (stop_signals_held_for_children). multiprocessing's resource
+    tracker is started before the hold: its own first start unblocks both signals in this thread once it
+    has spawned the tracker, which left the collector they were held for with none held."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    with naming_parent(COLLECTOR), stop_signals_held_for_children():
+        yield
+
+
 def _record_sigterm(signum: int, frame: object) -> None:
     global early_sigterm
     early_sigterm = True

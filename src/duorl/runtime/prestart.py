@@ -22,7 +22,6 @@ import threading
 from typing import Any, Callable
 
 from duorl.runtime import orphans
-from duorl.runtime.orphans import COLLECTOR as COLLECTOR_ROLE
 from duorl.runtime.socket_dir import ensure_short_socket_dir
 
 
@@ -44,7 +43,7 @@ class PrestartedCollector:
         ctx = multiprocessing.get_context("spawn")  # torch.multiprocessing's spawn context is this one
         child, self.conn = ctx.Pipe(duplex=False)  # (receiving end, sending end)
         self.process = ctx.Process(target=_entry, args=(child,), name="duorl-collector", daemon=True)
-        with orphans.naming_parent(COLLECTOR_ROLE), orphans.stop_signals_held_for_children():
+        with orphans.starting_collector():
             self.process.start()
         child.close()
         self.prepared = False
