@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import TINY
-from tests.runtime.test_duo_protocol import _alive as alive
+from tests.runtime.faults import alive, assert_all_gone  # noqa: F401 - re-exported to the data-parallel tests
 
 DP = [
     "training.devices=[cpu,cpu]",
@@ -85,14 +85,6 @@ def wait_for_ranks(run_dir: Path, proc: subprocess.Popen, iterations: int, timeo
 
 def run_pids(s: dict) -> list[int]:
     return [pid for r in s["runtime_manifest"]["ranks"] for pid in (r["learner_pid"], r["collector_pid"])]
-
-
-def assert_all_gone(pids: list[int], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    survivors = [p for p in pids if alive(p)]
-    assert not survivors, f"processes survived the run: {survivors}"
 
 
 def kill_group(proc: subprocess.Popen) -> None:

@@ -180,9 +180,13 @@ def test_a_stop_during_the_data_parallel_start_up_is_clean(tmp_path, sig, delay_
 def test_a_frozen_rank_is_blamed_and_its_waiting_peer_says_so(tmp_path):
     """Issue #31: with rank 1's learner stopped, rank 0's learner stopped beating in the all-reduce and
     both collectors fired; the launcher listed rank 0 first. Now rank 0 says whom it waits for and only
-    rank 1 is named as the cause."""
+    rank 1 is named as the cause. Rank 1, frozen at its 3rd iteration, had never published its heartbeat
+    (the first came a second after the start, later than that) and rank 0 named nobody: published at once
+    now. A waiting rank names a peer whose heartbeat is over 3 s old (distributed/collective_wait.py):
+    with a stall bound of 3 s too, the frozen rank's collector ends it about when it would be named; at 6 s
+    rank 0's report at 4 s comes in between."""
     run_dir = tmp_path / "frozen"
-    proc = start(launcher_cmd(run_dir, *LONG, "training.stall_timeout_s=3", "training.stall_compile_timeout_s=20",
+    proc = start(launcher_cmd(run_dir, *LONG, "training.stall_timeout_s=6", "training.stall_compile_timeout_s=20",
                               "training.wait_report_s=2"))
     s = wait_for_ranks(run_dir, proc, 3)
     try:

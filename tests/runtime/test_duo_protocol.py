@@ -13,6 +13,7 @@ import torch
 
 from duorl.runtime.checkpoint import latest_checkpoint, load_checkpoint
 from tests.conftest import duorl_cmd, run_duorl
+from tests.runtime.faults import alive
 
 ITERS = ["algo.max_iterations=8", "algo.save_interval=100"]
 
@@ -98,19 +99,6 @@ def _wait_for_iterations(run_dir: Path, proc: subprocess.Popen, n: int, timeout:
     raise AssertionError(f"no {n} iterations within {timeout} s")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is dead for our purposes
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.slow
 def test_killing_the_collector_fails_the_run_naming_it(tmp_path):
     proc = _start(tmp_path / "k")
@@ -135,13 +123,13 @@ def test_killing_the_learner_leaves_no_collector(tmp_path):
     try:
         summary = _wait_for_iterations(tmp_path / "l", proc, 3)
         collector = summary["runtime_manifest"]["collector_pid"]
-        assert _alive(collector)
+        assert alive(collector)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
         deadline = time.monotonic() + 10
-        while _alive(collector) and time.monotonic() < deadline:
+        while alive(collector) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(collector)
+        assert not alive(collector)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -162,7 +150,7 @@ def test_sigint_exits_cleanly_with_a_loadable_checkpoint(tmp_path):
         assert final["status"] == "interrupted" and final["iterations"] >= 5
         ckpt = load_checkpoint(latest_checkpoint(tmp_path / "i"))
         assert ckpt["header"]["iteration"] == final["iterations"]
-        assert not _alive(collector)
+        assert not alive(collector)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

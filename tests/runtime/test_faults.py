@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TINY
-from tests.runtime.faults import ALL_CASES, ORPHAN_S, FaultCase, alive, check_checkpoints, check_outcome, run_case
+from tests.runtime.faults import (ALL_CASES, ORPHAN_S, FaultCase, alive, assert_all_gone, check_checkpoints, check_outcome,
+                                  run_case)
 
 # the acceptance case (a stopped collector is named within the stall bound), its mirror (a frozen
 # learner is noticed by its collector), a kill in a held checkpoint phase, a clean stop before training,
@@ -122,8 +123,7 @@ def test_a_stop_at_any_moment_is_clean(delay_s, tmp_path) -> None:
     else:
         assert json.loads((run_dir / "run_summary.json").read_text())["status"] == "interrupted", err[-3000:]
         check_checkpoints(run_dir)
-    for pid in children + _children(proc.pid):
-        assert not alive(pid)
+    assert_all_gone(children + _children(proc.pid))
 
 
 @pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["train", "algo.no_such_key=1"],

@@ -51,12 +51,16 @@ class RankBeats:
         pid = os.getpid()
 
         def publish() -> None:
-            while not self._stop.wait(PUBLISH_EVERY_S):
+            # at once, then every PUBLISH_EVERY_S: a rank frozen within a second of its start (a short run's
+            # first iterations) had never published, and its waiting peers could name nobody
+            while True:
                 try:
                     publisher.set(f"rank{self.renv.rank}", json.dumps({
                         "phase": beat.current, "age_s": beat.age_s(), "wall": time.time(), "pid": pid,
                         "host": self.host}))
                 except Exception:  # noqa: BLE001 - the store is gone: the run is ending
+                    return
+                if self._stop.wait(PUBLISH_EVERY_S):
                     return
 
         self._thread = threading.Thread(target=publish, name="duorl-rank-beats", daemon=True)
