@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -116,10 +117,9 @@ def _worker(rank: int, scenario: str, init_file: str, out: str) -> None:
         dist.destroy_process_group()
     # the results are saved and the group is gone: leave without the interpreter's teardown, as duorl's own
     # processes do (cli/main.console_main, the collector's _leave). There a C++ thread still joinable at exit
-    # aborted a worker at times (std::terminate, "terminate called without an active exception", SIGABRT:
-    # 1 run in 5 to 20 of the bf16 wire test, after both ranks had passed destroy_process_group)
-    import sys
-
+    # aborted a worker at times (std::terminate, "terminate called without an active exception", SIGABRT, after
+    # both ranks had passed destroy_process_group): the bf16 wire test failed 3 of 40 runs so, 0 of 40 with this
+    # (benchmarks/2026-12-04_cpu_probes/)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -92,7 +92,6 @@ def alive(pid: int) -> bool:
         return False
 
 
-
 def assert_all_gone(pids: list[int], timeout: float = 10) -> None:
     """Every pid gone within `timeout` (a process that ends on its own, e.g. multiprocessing's resource
     tracker reading the end of its pipe once the last duorl process closed it, may outlive its parent by
@@ -102,6 +101,7 @@ def assert_all_gone(pids: list[int], timeout: float = 10) -> None:
         time.sleep(0.05)
     survivors = [p for p in pids if alive(p)]
     assert not survivors, f"processes survived the run: {survivors}"
+
 
 def _command(run_dir: Path, case: FaultCase) -> list[str]:
     args = shlex.split(os.environ["DUORL_FAULT_ARGS"]) if os.environ.get("DUORL_FAULT_ARGS") else DEFAULT_ARGS

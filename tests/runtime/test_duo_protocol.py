@@ -13,7 +13,7 @@ import torch
 
 from duorl.runtime.checkpoint import latest_checkpoint, load_checkpoint
 from tests.conftest import duorl_cmd, run_duorl
-from tests.runtime.faults import alive
+from tests.runtime.faults import alive, assert_all_gone
 
 ITERS = ["algo.max_iterations=8", "algo.save_interval=100"]
 
@@ -126,10 +126,7 @@ def test_killing_the_learner_leaves_no_collector(tmp_path):
         assert alive(collector)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while alive(collector) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not alive(collector)
+        assert_all_gone([collector])
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

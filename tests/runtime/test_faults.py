@@ -84,9 +84,7 @@ def test_a_learner_killed_right_after_spawning_its_collector_takes_it_along(dela
         os.kill(proc.pid, signal.SIGKILL)
         t0 = time.monotonic()
         proc.wait(timeout=10)
-        while any(alive(p) for p in children) and time.monotonic() - t0 < ORPHAN_S:
-            time.sleep(0.05)
-        assert not [p for p in children if alive(p)], "a child outlived its learner"
+        assert_all_gone(children, ORPHAN_S)  # no child outlives its learner
         assert time.monotonic() - t0 <= ORPHAN_S
     finally:
         for pid in children:
