@@ -306,6 +306,11 @@ class SimConfig:
               "when the envs run on CUDA, true = on (the CPU runs the same stages eagerly), false = mjlab's "
               "own env.step",
         resume=MAY_DIFFER)  # the same ops in the same order, from the same random streams
+    mjlab_reset_graphs: Optional[bool] = setting(
+        None, "mjlab tasks with the staged step on CUDA: the reset of the done envs (all of mjlab's _reset_idx "
+              "but its curriculum) as a CUDA graph per number of done envs, the last 64 counts kept: null = "
+              "off (few counts came back in a 40-tick profile at 4096 envs), true = on, false = off",
+        resume=MAY_DIFFER)  # the same reset ops from the same random streams, replayed instead of launched
 
 
 @dataclass

@@ -164,6 +164,13 @@ def _check_tick_facts(cfg: Config, task: TaskFacts) -> None:
     if cfg.sim.mjlab_staged_step is True and not task.steps_in_stages:
         raise ConfigError("sim.mjlab_staged_step", True, f"only an mjlab task steps in stages, and this run's task "
                           f"is {task.name}", "null or false", "remove sim.mjlab_staged_step")
+    if cfg.sim.mjlab_reset_graphs is True and not task.steps_in_stages:
+        raise ConfigError("sim.mjlab_reset_graphs", True, f"it captures the reset of mjlab's staged step, and this "
+                          f"run's task is {task.name}", "null or false", "remove sim.mjlab_reset_graphs")
+    if cfg.sim.mjlab_reset_graphs is True and cfg.sim.mjlab_staged_step is False:
+        raise ConfigError("sim.mjlab_reset_graphs", True, "the reset graphs are part of the staged step, which "
+                          "sim.mjlab_staged_step=false turns off", "null or false",
+                          "remove sim.mjlab_reset_graphs, or set sim.mjlab_staged_step to null")
 
 
 def _check_task_facts(cfg: Config, task: TaskFacts, p: "_Problems") -> None:

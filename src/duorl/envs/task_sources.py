@@ -275,7 +275,7 @@ class MjlabSource(TaskSource):
         """It steps MuJoCo Warp whatever sim_cfg says (config validation refused any other)."""
         adapter, task_id = _mjlab_task(self.name)
         return adapter.make_vec_env(task_id, task_cfg, num_envs, device, seed, play=play, render=render,
-                                    staged_step=sim_cfg.mjlab_staged_step)
+                                    staged_step=sim_cfg.mjlab_staged_step, reset_graphs=sim_cfg.mjlab_reset_graphs)
 
 
 def _mjlab_source(name: str) -> MjlabSource:

@@ -210,6 +210,36 @@ def test_a_staged_step_for_a_task_that_is_not_mjlabs_is_refused():
         load_config("sac", "pendulum_swingup", "mujoco", ["sim.mjlab_staged_step=true"])
 
 
+@pytest.mark.parametrize("overrides, fragment", [
+    (["sim.mjlab_reset_graphs=true"], "captures the reset of mjlab's staged step"),
+    (["sim.mjlab_reset_graphs=true", "sim.mjlab_staged_step=false"], "part of the staged step"),
+])
+def test_reset_graphs_without_a_staged_step_are_refused(overrides, fragment):
+    from duorl.cli.configure import load_config
+    from duorl.config.errors import ConfigError
+
+    task, sim = ("pendulum_swingup", "mujoco") if len(overrides) == 1 else (f"mjlab:{CARTPOLE}", "mjwarp")
+    with pytest.raises(ConfigError, match=r"sim.mjlab_reset_graphs") as e:
+        load_config("sac", task, sim, overrides)
+    assert fragment in str(e.value)
+
+
+@pytest.mark.parametrize("configured, expected", [(True, True), (False, False), (None, False)])
+def test_the_reset_graphs_key_reaches_the_staged_step(configured, expected):
+    """sim.mjlab_reset_graphs as the run's env factory hands it on (null: RESET_GRAPHS_BY_MODE, off but for
+    the CPU replay of the tests)."""
+    from duorl.config.schema import SimConfig
+    from duorl.envs.task_sources import source_of
+
+    sim = SimConfig(name="mjwarp", mjlab_staged_step=True, mjlab_reset_graphs=configured)
+    env = source_of(f"mjlab:{CARTPOLE}").make_vec_env(TaskConfig(name=f"mjlab:{CARTPOLE}", max_episode_steps=5),
+                                                      sim, 2, "cpu", 1)
+    try:
+        assert env.staged is not None and env.staged.reset_graphs is expected
+    finally:
+        env.close()
+
+
 def test_make_vec_env_attaches_the_staged_step_when_asked():
     from duorl.envs import mjlab
 

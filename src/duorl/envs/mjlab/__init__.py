@@ -72,14 +72,16 @@ def task_spec(task_id: str, task_cfg: TaskConfig) -> EnvSpec:
 
 
 def make_vec_env(task_id: str, task_cfg: TaskConfig, num_envs: int, device: str, seed: int,
-                 play: bool = False, render: bool = False, staged_step: bool | None = None) -> MjlabVecEnv:
+                 play: bool = False, render: bool = False, staged_step: bool | None = None,
+                 reset_graphs: bool | None = None) -> MjlabVecEnv:
     """`num_envs` envs of mjlab's `task_id` on `device` ('cpu': Warp's CPU device, or 'cuda[:i]');
     `play`: mjlab's play configuration (`load_env_cfg(id, play=True)`), for `duorl play`; `render`:
     with mjlab's offscreen renderer (its viewer settings; needs OpenGL), for `duorl play --video`;
-    `staged_step`: sim.mjlab_staged_step as configured (null = on for CUDA envs; envs/mjlab/staged_step.py)."""
+    `staged_step`: sim.mjlab_staged_step as configured (null = on for CUDA envs; envs/mjlab/staged_step.py);
+    `reset_graphs`: sim.mjlab_reset_graphs as configured (null = staged_step.RESET_GRAPHS_BY_MODE)."""
     from duorl.envs.mjlab.vec_env import build_vec_env
 
-    return build_vec_env(task_id, task_cfg, num_envs, device, seed, play, render, staged_step)
+    return build_vec_env(task_id, task_cfg, num_envs, device, seed, play, render, staged_step, reset_graphs)
 
 
 def resume_restarts(task_id: str, task_cfg: TaskConfig) -> list[str]:

@@ -71,7 +71,7 @@ MAX_RESET_GRAPHS = 64  # reset-body graphs kept (one per number of done envs)
 # G1 velocity envs (benchmarks/2026-12-03_mjlab_reset_graphs_h200/): 1 of 78 counts came back within 40
 # ticks, the first run of each under the capture guard, and the staged tick took 1.04x mjlab's own; with
 # the body eager 0.86x. Training with the body eager: G1 1.42x, Go1 1.22x mjlab's own step (benchmarks/
-# 2026-12-03_mjlab_staged_ab_h200/). So on CUDA the body is eager unless asked for.
+# 2026-12-03_mjlab_staged_ab_h200/). So on CUDA the body is eager unless asked for (sim.mjlab_reset_graphs).
 RESET_GRAPHS_BY_MODE = {"cuda": False, "cpu-replay": True, "none": False}
 GRAPH_MODES = ("none", "cuda", "cpu-replay")
 

@@ -167,7 +167,8 @@ class MjlabVecEnv(VecEnv):
 
 
 def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed: int, play: bool = False,
-                  render: bool = False, staged_step: bool | None = None) -> MjlabVecEnv:
+                  render: bool = False, staged_step: bool | None = None,
+                  reset_graphs: bool | None = None) -> MjlabVecEnv:
     """See duorl.envs.mjlab.make_vec_env. The spec comes from the env built here (no second build), except
     under `play`: the play configuration's env reports the training configuration's Task/ rows, in their
     order (those of the spec the policy was trained with), and ends its episodes at its own length. A
@@ -206,7 +207,7 @@ def build_vec_env(task_id: str, task_cfg: Any, num_envs: int, device: str, seed:
         spec = replace(trained, max_episode_steps=spec.max_episode_steps)
     vec = MjlabVecEnv(env, spec, groups.actor, groups.critic, rows, finite_horizon=bool(cfg.is_finite_horizon))
     if mjlab_staged_step_enabled(True, staged_step, device):
-        attach_staged_step(vec, required=staged_step is True)
+        attach_staged_step(vec, required=staged_step is True, reset_graphs=reset_graphs)
     return vec
 
 
