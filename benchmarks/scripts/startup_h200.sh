@@ -56,6 +56,13 @@ logs = open(os.path.join(out, "logs.txt"), "a")
 results = []
 
 
+def record(r):
+    """One arm's result, kept and written at once: a call cut short keeps the arms that finished."""
+    results.append(r)
+    with open(os.path.join(out, "runs.jsonl"), "a") as f:
+        f.write(json.dumps(r) + "\n")
+
+
 def caches(name, fresh):
     d = os.path.join(ROOT, name)
     if fresh:
@@ -78,7 +85,7 @@ def first_row(path):
 def run(arm, cmd, env, run_dir):
     left = budget - (time.time() - t_call)
     if left < 45:
-        results.append({"arm": arm, "skipped": f"budget: {left:.0f} s left"})
+        record({"arm": arm, "skipped": f"budget: {left:.0f} s left"})
         print(f"{arm}: skipped ({left:.0f} s of the budget left)", flush=True)
         return None
     logs.write(f"\n===== {arm}: {' '.join(cmd)}\n")
@@ -105,7 +112,7 @@ def run(arm, cmd, env, run_dir):
         lag = rec["command_start"] - t0  # the learner's start after this script's launch
         up = [x for x in rec["learner"] if x["name"] == "first update"]
         r["first_update_s"] = round(up[0]["end_s"] + lag, 2) if up else None
-    results.append(r)
+    record(r)
     print(f"{arm}: rc {p.returncode}, first row {r['first_row_s']} s, first update {r.get('first_update_s')} s, "
           f"wall {r['wall_s']} s", flush=True)
     return r
@@ -132,7 +139,7 @@ for arm in arms:
         env.update(extra_env)
     if task.startswith("mjlab:"):
         if not have_mjlab:
-            results.append({"arm": arm, "skipped": "mjlab is not staged"})
+            record({"arm": arm, "skipped": "mjlab is not staged"})
             print(f"{arm}: skipped (mjlab does not import)", flush=True)
             continue
         env["MUJOCO_GL"] = "glfw"
@@ -141,10 +148,6 @@ for arm in arms:
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     run(arm, [sys.executable, "-m", "duorl", "train", "--task", task, *COMMON, *extra_args, f"training.log_dir={run_dir}"],
         env, run_dir)
-
-with open(os.path.join(out, "runs.jsonl"), "a") as f:
-    for r in results:
-        f.write(json.dumps(r) + "\n")
 
 
 def phase(rec, proc, name, key="seconds"):
