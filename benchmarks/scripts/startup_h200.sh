@@ -161,9 +161,10 @@ def fmt(v, w=7):
     return f"{v:{w}.1f}" if isinstance(v, (int, float)) else f"{'-':>{w}}"
 
 
-head = (f"{'arm':22s} {'rc':>3s} {'row':>7s} {'update':>7s} | {'L ready':>7s} {'L capt':>7s} {'L t.c.':>7s} | "
+head = (f"{'arm':22s} {'rc':>3s} {'row':>7s} {'update':>7s} | {'L ready':>7s} {'L cuda':>7s} {'L dyn':>7s} {'L capt':>7s} {'L t.c.':>7s} | "
         f"{'C env@':>7s} {'C up':>7s} {'C env':>7s} {'C tick1':>7s} {'C t.c.':>7s} {'C capt':>7s} {'W pre':>7s} {'W comp':>6s}")
-lines = ["seconds: row/update from the command; L = learner, C = collector phases (ready: its spawn's end; env@: its"
+lines = ["seconds: row/update from the command; L = learner, C = collector phases (ready: its spawn's end; cuda, dyn:"
+         " its build's CUDA initialisation and torch._dynamo import; env@: its"
          " env build's start; up: its tick built; t.c.: torch.compile inside; W pre: Warp preload wall, W comp: Warp"
          " modules compiled/loaded)", head]
 for r in results:
@@ -174,6 +175,8 @@ for r in results:
     ready = phase(rec, "learner", "spawn", "end_s")
     capt = phase(rec, "learner", "graph capture")
     ltc = phase(rec, "learner", "graph capture", "torch_compile_s")
+    lcuda = phase(rec, "learner", "learner", "cuda_device_s")
+    ldyn = phase(rec, "learner", "learner", "dynamo_import_s")
     cenv_at = phase(rec, "collector", "env", "start_s")
     cup = phase(rec, "collector", "views and tick", "end_s")  # the tick built around the env and the buffers
     cup = cup if cup is not None else phase(rec, "collector", "actor and reset", "end_s")  # before: all in one
@@ -185,7 +188,7 @@ for r in results:
     tot = (rec or {}).get("collector_totals", {})
     wcomp = f"{tot.get('warp_compiled', 0):.0f}/{tot['warp_modules']:.0f}" if "warp_modules" in tot else "-"
     lines.append(f"{r['arm']:22s} {r['rc'] if r['rc'] is not None else '-':>3} {fmt(r.get('first_row_s'))} {fmt(r.get('first_update_s'))} | "
-                 f"{fmt(ready)} {fmt(capt)} {fmt(ltc)} | {fmt(cenv_at)} {fmt(cup)} {fmt(cenv)} {fmt(tick)} {fmt(ctc)} {fmt(ccapt)} {fmt(wpre)} {wcomp:>6s}")
+                 f"{fmt(ready)} {fmt(lcuda)} {fmt(ldyn)} {fmt(capt)} {fmt(ltc)} | {fmt(cenv_at)} {fmt(cup)} {fmt(cenv)} {fmt(tick)} {fmt(ctc)} {fmt(ccapt)} {fmt(wpre)} {wcomp:>6s}")
 text = "\n".join(lines)
 print(text)
 with open(os.path.join(out, "table.txt"), "a") as f:
