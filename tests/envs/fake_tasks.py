@@ -122,7 +122,7 @@ def fake_mjlab(monkeypatch: Any, calls: list, installed: bool = True) -> Any:
                        control_dt=0.02)
 
     def make_vec_env(task_id, task_cfg, num_envs, device, seed, play=False, render=False,  # type: ignore[no-untyped-def]
-                     staged_step=None):
+                     staged_step=None, reset_graphs=None):
         calls.append((task_id, task_cfg.name, num_envs, device, seed, play, render))
         return "a VecEnv"
 
