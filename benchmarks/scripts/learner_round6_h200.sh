@@ -14,7 +14,8 @@
 #
 # Env: BUDGET_S (400), ITERS (rounds, 30), PROFILE (N: kernel-profile N replays of each arm but
 # "before" while time is left; 0), CASES ("sac_sym sac_nosym flashsac"), RESERVE_S (seconds kept per
-# later case, 110). The logic runs on the CPU too: DEVICE=cpu SMALL=1 (tiny networks, eager iterations;
+# later case, 110), SAC_ARMS_ONLY (the sac arms instead of the list below). The logic runs on the CPU
+# too: DEVICE=cpu SMALL=1 (tiny networks, eager iterations;
 # the Triton arms run their kernels there with TRITON_INTERPRET=1 and Triton on EXTRA_PYTHONPATH).
 set -uo pipefail
 out=${1:?OUT_DIR}
@@ -31,7 +32,8 @@ fi
 budget=${BUDGET_S:-400} iters=${ITERS:-30} profile=${PROFILE:-0} reserve=${RESERVE_S:-110}
 cases=(${CASES:-sac_sym sac_nosym flashsac})
 P=algo.algo_params
-# the arms, most important first (a case stops adding arms when its budget runs out)
+# the arms, most important first (a case stops adding arms when its budget runs out); SAC_ARMS_ONLY
+# (space-separated NAME:OVERRIDES entries, "$P" for algo.algo_params) replaces the sac list
 SAC_ARMS=(
   "before:"
   "after:$P.layer_norm_silu=fused_bias,$P.gradients_by_copy=true,$P.packed_replay=true"
@@ -39,6 +41,9 @@ SAC_ARMS=(
   "fused_bias:$P.layer_norm_silu=fused_bias"
   "small_kernels:$P.gradients_by_copy=true,$P.packed_replay=true"
 )
+if [ -n "${SAC_ARMS_ONLY:-}" ]; then
+  read -r -a SAC_ARMS <<< "${SAC_ARMS_ONLY//\$P/$P}"
+fi
 FLASH_ARMS=(
   "before:"
   "after:$P.batchnorm_stats_kernel=true,$P.gradients_by_copy=true,$P.packed_replay=true"
