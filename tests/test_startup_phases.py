@@ -24,6 +24,27 @@ def test_a_process_start_is_read_from_the_kernel() -> None:
     assert process_start_time() <= time.time()
 
 
+def test_a_part_adds_its_seconds_to_the_innermost_running_phase() -> None:
+    timeline = StartupTimeline(origin=time.time())
+    with timeline.part("outside"):  # no phase running: nothing to add to, nothing recorded
+        pass
+    with timeline.phase("env") as env:
+        with timeline.part("model"):
+            time.sleep(0.05)
+        with timeline.phase("listing") as inner:
+            with timeline.part("dry_step"):
+                time.sleep(0.02)
+        for _ in range(2):
+            with timeline.part("upload"):
+                time.sleep(0.02)
+    assert [p.name for p in timeline.phases] == ["listing", "env"]
+    assert set(inner.detail) == {"dry_step_s"} and 0.02 <= inner.detail["dry_step_s"] < env.seconds
+    assert set(env.detail) == {"model_s", "upload_s"}, env.detail
+    assert 0.05 <= env.detail["model_s"] and 0.04 <= env.detail["upload_s"]
+    assert env.detail["model_s"] + env.detail["upload_s"] + inner.seconds <= env.seconds
+    assert env.record(timeline.origin)["upload_s"] == round(env.detail["upload_s"], 3)
+
+
 def test_a_phase_records_its_seconds_and_what_the_counters_gained() -> None:
     count = {"n": 0.0}
     timeline = StartupTimeline(origin=time.time())

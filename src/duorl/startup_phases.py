@@ -63,6 +63,7 @@ class StartupTimeline:
         self.origin = process_start_time() if origin is None else origin
         self.phases: list[Phase] = []
         self._counters: dict[str, Counter] = {}
+        self._open: list[Phase] = []  # the phases whose blocks are running, innermost last
 
     def add_counter(self, name: str, read: Counter) -> None:
         """Register a cumulative counter (read on the host, cheaply, without waiting for a device); a
@@ -83,12 +84,27 @@ class StartupTimeline:
         """Time the block as phase `name` (recorded when the block ends, also by an exception)."""
         before, start = self._read(), time.time()
         p = Phase(name, start, 0.0)
+        self._open.append(p)
         try:
             yield p
         finally:
+            self._open.remove(p)
             p.seconds = time.time() - start
             p.detail.update(_gains(before, self._read()))
             self.phases.append(p)
+
+    @contextlib.contextmanager
+    def part(self, name: str) -> Iterator[None]:
+        """Time the block as a part of the innermost running phase: its seconds go into that phase's detail
+        as `<name>_s` (summed if the part repeats), so a phase says where its time went without a phase of
+        its own per step. Outside any phase, nothing is recorded."""
+        start = time.time()
+        try:
+            yield
+        finally:
+            if self._open:
+                detail = self._open[-1].detail
+                detail[f"{name}_s"] = detail.get(f"{name}_s", 0.0) + time.time() - start
 
     def add(self, name: str, start: float, end: float | None = None, **detail: float) -> Phase:
         """A phase whose start is known from elsewhere (e.g. the process start), ending now or at `end`."""

@@ -42,10 +42,12 @@ def test_a_run_says_its_start_up_and_writes_the_table(tmp_path: Path) -> None:
     assert rec["collector_process_start_s"] < learner["learner"]["start_s"]
     assert collector["env"]["end_s"] <= learner["first iteration on collected ticks"]["end_s"] + 0.05
     assert learner["first update"]["end_s"] == max(p["end_s"] for p in rec["learner"])
-    # the learner's build says where its seconds went (a CPU run: no CUDA initialisation, no data parallel)
-    build = learner["learner"]
+    # the learner's build and the collector's env say where their seconds went (a CPU run: no CUDA
+    # initialisation, no data parallel; MuJoCo's own backend)
+    build, env = learner["learner"], collector["env"]
     assert "cuda_device_s" not in build and "ranks_joined_s" not in build, build
     assert 0 <= build["dynamo_import_s"] + build["networks_s"] <= build["seconds"] + 0.01, build
+    assert 0 <= env["model_s"] + env["simulator_s"] + env["wrapper_s"] <= env["seconds"] + 0.01, env
 
 
 def test_a_prestarted_collector_that_is_never_needed_is_ended() -> None:

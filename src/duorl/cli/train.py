@@ -132,8 +132,8 @@ def _run(run: RunContext) -> int:
         claim(run)
     with PHASES.phase("collector's env sent"):
         start_collector_env(run)
-    with PHASES.phase("learner") as learner_phase:
-        learner_phase.detail.update(build_learner(run))  # its parts' seconds, in startup.json
+    with PHASES.phase("learner"):
+        build_learner(run)
     with PHASES.phase("reporting"):
         build_duo(run)  # where its results go first (train_steps/reporting.py)
     try:

@@ -13,43 +13,37 @@ from duorl.algos.grad_buffers import LocalValidity
 from duorl.algos.registry import make_learner
 from duorl.cli.run_context import RunContext
 from duorl.config.seeding import derive_seed
+from duorl.startup_phases import PHASES
 
 
-def build_learner(run: RunContext) -> dict[str, float]:
-    """Build the learner and its gradient synchronizer (sets run.learner and run.sync: None alone). Returns
-    the seconds of its parts, for the start-up record: `cuda_device_s` (CUDA's initialisation on the run's
-    GPU), `dynamo_import_s` (torch._dynamo, which torch.optim imports), `networks_s` (networks, optimizers,
-    restored state), `ranks_joined_s` (data parallel: the peers' agreement on the weights)."""
+def build_learner(run: RunContext) -> None:
+    """Build the learner and its gradient synchronizer (sets run.learner and run.sync: None alone). The
+    start-up record's "learner" phase gets the seconds of its parts: `cuda_device_s` (CUDA's initialisation
+    on the run's GPU), `dynamo_import_s` (torch._dynamo, which torch.optim imports), `networks_s`
+    (networks, optimizers, restored state), `ranks_joined_s` (data parallel: the peers' agreement)."""
     tr, device, checked, ctx = run.cfg.training, run.device, run.checked, run.place.ctx
     assert checked is not None
-    parts: dict[str, float] = {}
-    t = time.perf_counter()
     if device.type == "cuda":
-        # the learner's CUDA graph captures on the current device's stream and registers its default
-        # generator: on any GPU but the first, both must be the run's (the collector sets its own)
-        torch.cuda.set_device(device)
-        parts["cuda_device_s"] = time.perf_counter() - t
+        with PHASES.part("cuda_device"):
+            # the learner's CUDA graph captures on the current device's stream and registers its default
+            # generator: on any GPU but the first, both must be the run's (the collector sets its own)
+            torch.cuda.set_device(device)
     if run.cfg.debug.learner_build_delay_ms > 0:  # start-up tests: the collector's env builds meanwhile
         time.sleep(run.cfg.debug.learner_build_delay_ms / 1e3)
-    t = time.perf_counter()
-    import torch._dynamo  # noqa: F401 - imported by torch.optim's constructors anyway: timed on its own here
-
-    parts["dynamo_import_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    torch.manual_seed(derive_seed(tr.seed, "learner"))
-    # the same networks and update noise on every rank: the learner streams are rank 0's everywhere
-    learner = run.learner = make_learner(run.cfg.algo, checked.spec, device, derive_seed(tr.seed, "learner"))
-    if checked.learner_state is not None:
-        learner.load_state_dict(checked.learner_state)
-    parts["networks_s"] = time.perf_counter() - t
+    with PHASES.part("dynamo_import"):
+        import torch._dynamo  # noqa: F401 - torch.optim's constructors import it anyway: timed on its own here
+    with PHASES.part("networks"):
+        torch.manual_seed(derive_seed(tr.seed, "learner"))
+        # the same networks and update noise on every rank: the learner streams are rank 0's everywhere
+        learner = run.learner = make_learner(run.cfg.algo, checked.spec, device, derive_seed(tr.seed, "learner"))
+        if checked.learner_state is not None:
+            learner.load_state_dict(checked.learner_state)
     if ctx is not None:
         from duorl.distributed.learner_join import join_ranks
 
-        t = time.perf_counter()
-        run.sync = join_ranks(learner, ctx, device, tr.dp_gradient_wire_dtype, tr.wait_report_s)
-        parts["ranks_joined_s"] = time.perf_counter() - t
-        return parts
+        with PHASES.part("ranks_joined"):
+            run.sync = join_ranks(learner, ctx, device, tr.dp_gradient_wire_dtype, tr.wait_report_s)
+        return
     # alone, the same rule as under data parallel: a step whose loss or gradients are not finite is
     # skipped (on the device), and counted in Train/skipped_updates
     learner.set_synchronizer(LocalValidity(device))
-    return parts

@@ -91,11 +91,13 @@ class MjWarpBackend:
         mjd = mujoco.MjData(model)
         mujoco.mj_forward(model, mjd)
         with wp.ScopedDevice(self._wdev):
-            self._m = mjw.put_model(model)
+            with PHASES.part("put_model"):  # parts of the start-up phase that builds the env
+                self._m = mjw.put_model(model)
             self._m.opt.graph_conditional = False  # see the class docstring
             # put_data_kwargs carries contact/constraint capacities (nconmax, njmax) for contact-rich
             # tasks; the pendulum needs none.
-            self._d = mjw.put_data(model, mjd, nworld=num_envs, **(put_data_kwargs or {}))
+            with PHASES.part("put_data"):
+                self._d = mjw.put_data(model, mjd, nworld=num_envs, **(put_data_kwargs or {}))
         # what prepare_kernels' scratch world is made of
         self._scratch_source: Any = (model, mjd, put_data_kwargs or {})
         self._preload: Any = None
