@@ -328,7 +328,8 @@ def validate(cfg: Config, task: TaskFacts, probe_devices: bool = True) -> Config
     # these resolve the devices and the sim's device: only meaningful once names and devices are good
     if probe_devices and not p.bad("algo.name", "sim.name", "task.name", "training.devices", "training.data_parallel"):
         p.check(_check_graph, cfg)
-        for check in (_check_learner_compile, _check_tick_graph, _check_tick_compile, _check_solver_early_exit):
+        for check in (_check_learner_compile, _check_tick_graph, _check_tick_compile, _check_solver_early_exit,
+                      _check_reset_graphs):
             p.check(check, cfg)
     p.raise_any()
     return cfg
@@ -382,6 +383,13 @@ def _check_tick_compile(cfg: Config) -> None:
     """sim.tick_compile: null = with the tick graph, true = on (CUDA envs), false = off."""
     _check_cuda_env_switch(cfg, "sim.tick_compile", cfg.sim.tick_compile,
                            "null (automatic: on with the tick graph), true (compile), false (plain eager tensor code)")
+
+
+def _check_reset_graphs(cfg: Config) -> None:
+    """sim.mjlab_reset_graphs: null/false = the reset body eager, true = captured per count (CUDA envs)."""
+    _check_cuda_env_switch(cfg, "sim.mjlab_reset_graphs", cfg.sim.mjlab_reset_graphs,
+                           "null or false (the reset body eager) or true (captured per number of done envs, on "
+                           "CUDA envs)", off="remove sim.mjlab_reset_graphs or set it to false")
 
 
 def _check_solver_early_exit(cfg: Config) -> None:

@@ -210,15 +210,17 @@ def test_a_staged_step_for_a_task_that_is_not_mjlabs_is_refused():
         load_config("sac", "pendulum_swingup", "mujoco", ["sim.mjlab_staged_step=true"])
 
 
-@pytest.mark.parametrize("overrides, fragment", [
-    (["sim.mjlab_reset_graphs=true"], "captures the reset of mjlab's staged step"),
-    (["sim.mjlab_reset_graphs=true", "sim.mjlab_staged_step=false"], "part of the staged step"),
+@pytest.mark.parametrize("task, sim, overrides, fragment", [
+    ("pendulum_swingup", "mujoco", ["sim.mjlab_reset_graphs=true"], "captures the reset of mjlab's staged step"),
+    (f"mjlab:{CARTPOLE}", "mjwarp", ["sim.mjlab_reset_graphs=true", "sim.mjlab_staged_step=false"],
+     "part of the staged step"),
+    (f"mjlab:{CARTPOLE}", "mjwarp", ["sim.mjlab_reset_graphs=true", "training.devices=[cpu]"],
+     "needs the envs on a CUDA device"),
 ])
-def test_reset_graphs_without_a_staged_step_are_refused(overrides, fragment):
+def test_reset_graphs_without_a_staged_step_on_cuda_are_refused(task, sim, overrides, fragment):
     from duorl.cli.configure import load_config
     from duorl.config.errors import ConfigError
 
-    task, sim = ("pendulum_swingup", "mujoco") if len(overrides) == 1 else (f"mjlab:{CARTPOLE}", "mjwarp")
     with pytest.raises(ConfigError, match=r"sim.mjlab_reset_graphs") as e:
         load_config("sac", task, sim, overrides)
     assert fragment in str(e.value)
