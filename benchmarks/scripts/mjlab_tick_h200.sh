@@ -13,7 +13,8 @@
 #   python3 -m pytest -m cuda -q tests/envs/mjlab/test_staged_step_cuda.py -p no:cacheprovider -s).
 # PROFILE_ARMS (default "eager staged staged_reset_graphs"; empty skips the profile) picks the profile's
 # arms, TRAIN_TASKS (default "g1 go1"; empty skips training; "g1reset" adds a G1 run with
-# sim.mjlab_reset_graphs=true, RESET_MINUTES long, default 1.2) the training pairs. The profile builds every
+# sim.mjlab_reset_graphs=true, "g1host" one with DUORL_MJLAB_SCALAR_WRITES=host, each RESET_MINUTES long,
+# default 1.2) the training pairs. The profile builds every
 # arm first, then times them in MJLAB_TICK_ROUNDS rounds (default 5) of MJLAB_TICK_ROUND_TICKS ticks each
 # (default 30), the order alternating (ABC CBA ...), and reports per arm the median and min-max of the
 # rounds and the ratio to eager within each round; its torch.profiler passes run once per arm after them.
@@ -21,7 +22,7 @@
 #   TRAIN_TASKS= MJLAB_TICK_ROUNDS=5 bash benchmarks/scripts/mjlab_tick_h200.sh OUT_DIR 330
 # Writes (flat; the device returns at most 8 files, so pick the arms to fit): env.txt (GPU, driver, tree), profile.json and profile.log
 # (benchmarks/scripts/mjlab_tick_profile.py --device cuda: ms per tick, GPU busy, kernels and host syncs
-# per tick and stage, both arms), train.log (the runs' output), metrics_{g1,g1eager,g1reset,go1,go1eager}.jsonl.gz,
+# per tick and stage, both arms), train.log (the runs' output), metrics_{g1,g1eager,g1reset,g1host,go1,go1eager}.jsonl.gz,
 # summary.txt (the table), and pytest_cuda.log when asked for.
 set -uo pipefail
 out=${1:?OUT_DIR}
@@ -82,6 +83,8 @@ case " $train_tasks " in *" g1 "*)
   train $G1 g1eager 1.2 sim.mjlab_staged_step=false;; esac
 case " $train_tasks " in *" g1reset "*)  # the reset body as a graph per count of done envs (sim.mjlab_reset_graphs)
   train $G1 g1reset "${RESET_MINUTES:-1.2}" sim.mjlab_staged_step=true sim.mjlab_reset_graphs=true;; esac
+case " $train_tasks " in *" g1host "*)  # mjlab's Python scalar writes copied from the host, as before (staged_step.SCALAR_WRITES)
+  DUORL_MJLAB_SCALAR_WRITES=host train $G1 g1host "${RESET_MINUTES:-1.2}" sim.mjlab_staged_step=true;; esac
 case " $train_tasks " in *" go1 "*)
   train $GO1 go1 1.0 sim.mjlab_staged_step=true
   train $GO1 go1eager 1.0 sim.mjlab_staged_step=false;; esac
@@ -124,10 +127,10 @@ for arm in prof["arms"]:
         print(f"         staged: captures {arm['staged']['captures']}, eager stages {eager}, stage runs while measured "
               f"{runs}, reset bodies {arm['staged']['reset_body']}, notes {arm['staged']['notes']}")
 for tag, task in (("g1", "G1 staged"), ("g1eager", "G1 eager"), ("g1reset", "G1 staged, reset graphs"),
-                  ("go1", "Go1 staged"), ("go1eager", "Go1 eager")):
+                  ("g1host", "G1 staged, host scalar writes"), ("go1", "Go1 staged"), ("go1eager", "Go1 eager")):
     path = os.path.join(out, f"metrics_{tag}.jsonl.gz")
     if not os.path.exists(path):
-        if tag == "g1reset":
+        if tag in ("g1reset", "g1host"):
             continue  # only asked for by TRAIN_TASKS
         print(f"train {task}: no metrics")
         continue

@@ -242,6 +242,16 @@ def test_the_reset_graphs_key_reaches_the_staged_step(configured, expected):
         env.close()
 
 
+def test_a_bad_scalar_write_mode_is_refused_by_name(monkeypatch):
+    from duorl.envs import mjlab
+    from duorl.envs.mjlab import staged_step
+
+    monkeypatch.setattr(staged_step, "SCALAR_WRITES", "pinned")
+    with pytest.raises(ValueError, match=r"DUORL_MJLAB_SCALAR_WRITES='pinned': one of \('device', 'host'\)"):
+        mjlab.make_vec_env(CARTPOLE, TaskConfig(name=f"mjlab:{CARTPOLE}", max_episode_steps=5), 2, "cpu", 1,
+                           staged_step=True)
+
+
 def test_make_vec_env_attaches_the_staged_step_when_asked():
     from duorl.envs import mjlab
 

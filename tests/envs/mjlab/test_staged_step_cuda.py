@@ -320,3 +320,50 @@ def test_captured_staged_step_equals_mjlabs_own_step_from_the_same_state(task_id
     assert worst["resets"] >= 300 // episode * num_envs
     assert worst["flag_mismatches"] <= max(2, worst["resets"] // 100), worst
     assert worst["rng_mismatches"] == 0 and worst["rerun_rng_mismatches"] == 0, worst
+
+
+def _staged_ticks_counting_syncs(ticks: int) -> tuple[list[Any], int]:
+    """The outputs of `ticks` staged cartpole ticks on CUDA at the defaults (the reset eager: mjlab's own
+    _reset_idx) from seed 3 with seeded actions, and the synchronizing CUDA calls torch warned of meanwhile."""
+    import warnings
+
+    eager, staged = _pair_on("cuda:0", CARTPOLE, 64, 5, "cuda")
+    eager.close()
+    outputs: list[Any] = []
+    try:
+        torch.manual_seed(11)
+        staged.reset()
+        actions = torch.Generator().manual_seed(5)
+        torch.cuda.synchronize()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                for _ in range(ticks):
+                    act = (torch.rand(64, staged.spec.action_dim, generator=actions) * 2 - 1).cuda()
+                    obs, reward, terminated, truncated, _ = staged.step(act)
+                    outputs.append([obs["actor"].clone(), reward.clone(), terminated.clone(), truncated.clone()])
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        syncs = sum("synchronizing" in str(w.message) for w in caught)
+        assert not staged.staged.describe()["reset_body"]["graph_per_count"]  # the default: the reset eager
+    finally:
+        staged.close()
+    return outputs, syncs
+
+
+def test_the_eager_stages_write_python_scalars_from_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mjlab's scalar writes into index sets in the eager reset (episode sums, masks) are made on the device
+    (staged_step.SCALAR_WRITES): the same outputs as torch's own host copies, with fewer synchronizing calls."""
+    from duorl.envs.mjlab import staged_step
+
+    runs = {}
+    for mode in ("host", "device"):
+        monkeypatch.setattr(staged_step, "SCALAR_WRITES", mode)
+        runs[mode] = _staged_ticks_counting_syncs(25)  # episodes of 5 ticks: every env resets 5 times
+    (host, host_syncs), (device, device_syncs) = runs["host"], runs["device"]
+    for tick, (a, b) in enumerate(zip(host, device)):
+        for what, x, y in zip(("obs", "reward", "terminated", "truncated"), a, b):
+            assert torch.allclose(x.float(), y.float(), atol=1e-5), f"tick {tick}: {what}"
+    print(f"synchronizing calls in 25 ticks: host scalars {host_syncs}, device scalars {device_syncs}")
+    assert device_syncs < host_syncs

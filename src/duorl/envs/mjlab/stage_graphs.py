@@ -304,11 +304,12 @@ def _torch_array_writes_on_current_stream() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _scalar_writes_from_the_device() -> Iterator[None]:
+def scalar_writes_from_the_device() -> Iterator[None]:
     """mjlab writes Python scalars into index sets (`mask[env_ids] = True`, `buf[env_ids] = 0`): torch makes
-    the scalar a host tensor and copies it to the GPU, which a capture refuses (the copy is not pinned).
-    While capturing, a scalar written into a CUDA tensor is made on the device first (a fill of the
-    tensor's dtype: the same value index_put writes)."""
+    the scalar a host tensor and copies it to the GPU, which a capture refuses (the copy is not pinned) and
+    which, run eagerly, waits for the stream. In this block (a capture, the staged step's eager stages on
+    CUDA) a scalar written into a CUDA tensor is made on the device first (a fill of the tensor's dtype:
+    the same value index_put writes)."""
     base = torch._C.TensorBase.__setitem__
     saved = torch.Tensor.__setitem__
 
@@ -337,7 +338,7 @@ def capture_settings(sim: Any, solver_loop: Any = None) -> Iterator[None]:
     if solver_loop is None:
         opt.graph_conditional = False
     try:
-        with _torch_array_writes_on_current_stream(), _scalar_writes_from_the_device(), loop:
+        with _torch_array_writes_on_current_stream(), scalar_writes_from_the_device(), loop:
             yield
     finally:
         sim.use_cuda_graph, opt.graph_conditional = saved

@@ -29,7 +29,8 @@ same ops run in the same order from the same random streams, in these stages (pe
 On the CPU (and with `graphs="none"`) every stage runs eagerly: the same code, so the CPU tests compare it
 with mjlab's own step bit for bit; `graphs="cpu-replay"` replays the graph stages as stage_graphs.py's
 CpuReplayGraph does (a CPU stand-in for the CUDA graphs, for the same tests). On CUDA a graph stage runs
-eagerly once (on the capture stream), is captured on its second run and replayed after that. A stage that
+eagerly once (on the capture stream), is captured on its second run and replayed after that; the eager
+stages there make mjlab's Python scalar writes on the device (SCALAR_WRITES). A stage that
 cannot be captured (its terms read the device on the host, or keep Python state: observation history or
 delay, noise models, custom command classes) stays eager; `describe()` lists which and why.
 
@@ -46,6 +47,7 @@ hold floats.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -60,6 +62,7 @@ from duorl.envs.mjlab.stage_graphs import (
     RebindWatch,
     StageCaptureError,
     run_eagerly_on,
+    scalar_writes_from_the_device,
 )
 
 if TYPE_CHECKING:  # the contract, not MjlabVecEnv: vec_env imports this module
@@ -74,6 +77,14 @@ MAX_RESET_GRAPHS = 64  # reset-body graphs kept (one per number of done envs)
 # 2026-12-03_mjlab_staged_ab_h200/). So on CUDA the body is eager unless asked for (sim.mjlab_reset_graphs).
 RESET_GRAPHS_BY_MODE = {"cuda": False, "cpu-replay": True, "none": False}
 GRAPH_MODES = ("none", "cuda", "cpu-replay")
+# mjlab writes Python scalars into index sets about twenty times a reset (`buf[env_ids] = 0.0`, a reward
+# term's episode sum among them): on CUDA torch copies each from the host and waits for the stream first
+# (the H200 profile's sync warnings, benchmarks/2026-12-03_mjlab_staged_ab_h200/). The eager stages on
+# CUDA make them on the device instead (stage_graphs.scalar_writes_from_the_device: the same values).
+# DUORL_MJLAB_SCALAR_WRITES=host keeps torch's own copies: the other arm of the measurement
+# (benchmarks/scripts/mjlab_tick_h200.sh).
+SCALAR_WRITES = os.environ.get("DUORL_MJLAB_SCALAR_WRITES", "device")
+SCALAR_WRITE_MODES = ("device", "host")
 
 
 class StagedStepUnsupported(RuntimeError):
@@ -134,6 +145,9 @@ class StagedStep:
     def __init__(self, vec: VecEnv, graphs: str, reset_graphs: bool | None = None) -> None:
         if graphs not in GRAPH_MODES:
             raise ValueError(f"graphs={graphs!r}: one of {GRAPH_MODES}")
+        if SCALAR_WRITES not in SCALAR_WRITE_MODES:
+            raise ValueError(f"DUORL_MJLAB_SCALAR_WRITES={SCALAR_WRITES!r}: one of {SCALAR_WRITE_MODES}; unset it "
+                             "for the default (device)")
         env = vec.env
         why = unsupported_reason(env)
         if why is not None:
@@ -547,9 +561,10 @@ class StagedStep:
             if len(done) == 0:
                 self._reset_mask.zero_()
             env.extras["log"] = dict()
-            env._reset_idx(ids)
+            with self._device_scalars():
+                env._reset_idx(ids)
+                self._reset_mask[ids] = True
             log.update(env.extras.get("log", {}))
-            self._reset_mask[ids] = True
             self._reset_ids_now = torch.nonzero(self._reset_mask).squeeze(-1)
         if len(done) > 0 or len(extra) > 0:
             self.run_stage("reset.tail")
@@ -578,7 +593,7 @@ class StagedStep:
             raise RuntimeError("mjlab staged step: a command's resampling envs differ from those predicted before "
                                "sim.forward (an interval event changed a command timer?); set "
                                "sim.mjlab_staged_step=false")
-        self._flags[self._check_row, 0] = False
+        self._flags[self._check_row, 0].fill_(False)  # a 0-dim view: `= False` would copy from the host
         names = ["done"] + [f"interval{i}" for i in range(len(self._interval_cfgs))] + \
                 [f"command{j}" for j in range(len(self._commands))]
         self._host_ids = {name: np.flatnonzero(host[r]) for r, name in enumerate(names)}
@@ -645,9 +660,16 @@ class StagedStep:
                 watch.restore_identity()
 
         guard = CaptureGuard(stage.name, self._index_cache, capturing=False) if stage.capturable else None
-        run_eagerly_on(self._stream if warm_up else None, body, guard)
+        with self._device_scalars():
+            run_eagerly_on(self._stream if warm_up else None, body, guard)
         if watch is not None and watch.rebound and not stage.capturable:
             stage.keep_watching = True
+
+    def _device_scalars(self) -> contextlib.AbstractContextManager[None]:
+        """Eager mjlab code on CUDA writes its Python scalars from the device (SCALAR_WRITES)."""
+        if self.graphs == "cuda" and SCALAR_WRITES == "device":
+            return scalar_writes_from_the_device()
+        return contextlib.nullcontext()
 
     def _capture(self, stage: _Stage) -> None:
         watch = RebindWatch(self.env)
