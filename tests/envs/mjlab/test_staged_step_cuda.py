@@ -324,7 +324,8 @@ def test_captured_staged_step_equals_mjlabs_own_step_from_the_same_state(task_id
 
 def _staged_ticks_counting_syncs(ticks: int) -> tuple[list[Any], int]:
     """The outputs of `ticks` staged cartpole ticks on CUDA at the defaults (the reset eager: mjlab's own
-    _reset_idx) from seed 3 with seeded actions, and the synchronizing CUDA calls torch warned of meanwhile."""
+    _reset_idx) from seed 3 with seeded actions, and the warnings meanwhile (torch's sync debug mode warns of
+    each synchronizing CUDA call)."""
     import warnings
 
     eager, staged = _pair_on("cuda:0", CARTPOLE, 64, 5, "cuda")
@@ -345,7 +346,7 @@ def _staged_ticks_counting_syncs(ticks: int) -> tuple[list[Any], int]:
                     outputs.append([obs["actor"].clone(), reward.clone(), terminated.clone(), truncated.clone()])
             finally:
                 torch.cuda.set_sync_debug_mode("default")
-        syncs = sum("synchronizing" in str(w.message) for w in caught)
+        syncs = len(caught)  # torch's "called a synchronizing CUDA operation", and whatever else warns equally in both
         assert not staged.staged.describe()["reset_body"]["graph_per_count"]  # the default: the reset eager
     finally:
         staged.close()
