@@ -328,8 +328,11 @@ def _staged_ticks_counting_syncs(ticks: int) -> tuple[list[Any], int]:
     each synchronizing CUDA call)."""
     import warnings
 
-    eager, staged = _pair_on("cuda:0", CARTPOLE, 64, 5, "cuda")
-    eager.close()
+    from duorl.config.schema import TaskConfig
+    from duorl.envs import mjlab
+
+    staged = mjlab.make_vec_env(CARTPOLE, TaskConfig(name=f"mjlab:{CARTPOLE}", max_episode_steps=5), 64, "cuda:0", 3,
+                                staged_step=True)
     outputs: list[Any] = []
     try:
         torch.manual_seed(11)
