@@ -31,7 +31,9 @@ def build_learner(run: RunContext) -> None:
     if run.cfg.debug.learner_build_delay_ms > 0:  # start-up tests: the collector's env builds meanwhile
         time.sleep(run.cfg.debug.learner_build_delay_ms / 1e3)
     with PHASES.part("dynamo_import"):
-        import torch._dynamo  # noqa: F401 - torch.optim's constructors import it anyway: timed on its own here
+        # torch.optim's constructors import it anyway: timed on its own here; `from torch import` binds no
+        # local name `torch` (a plain `import torch._dynamo` would, and shadow the module-level one above)
+        from torch import _dynamo  # noqa: F401
     with PHASES.part("networks"):
         torch.manual_seed(derive_seed(tr.seed, "learner"))
         # the same networks and update noise on every rank: the learner streams are rank 0's everywhere
