@@ -368,9 +368,13 @@ def _check_cuda_env_switch(cfg: Config, key: str, value: object, allowed: str, o
     it off in the fix (default: remove the key for automatic, or set it to false)."""
     off = off or f"remove the key (automatic) or set {key}=false"
     if value is True and env_device_type(cfg) != "cuda":
+        device = resolve_device(cfg)
+        # name only what is missing: an mjlab task already steps on MuJoCo Warp, and needs only the GPU
+        needs = ([] if cfg.sim.name == "mjwarp" else ["--sim mjwarp"]) + (
+            ["training.devices=[0] on a GPU machine"] if str(device).startswith("cpu") else [])
         raise ConfigError(key, True, f"needs the envs on a CUDA device, and this run's envs run on the cpu "
-                          f"(sim.name={cfg.sim.name}, devices resolve to {resolve_device(cfg)})", allowed,
-                          f"{off}; or use --sim mjwarp on a GPU")
+                          f"(sim.name={cfg.sim.name}, devices resolve to {device})", allowed,
+                          f"{off}; or put the envs on a GPU: {' and '.join(needs)}")
 
 
 def _check_tick_graph(cfg: Config) -> None:

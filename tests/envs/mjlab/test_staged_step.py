@@ -224,6 +224,9 @@ def test_reset_graphs_without_a_staged_step_on_cuda_are_refused(task, sim, overr
     with pytest.raises(ConfigError, match=r"sim.mjlab_reset_graphs") as e:
         load_config("sac", task, sim, overrides)
     assert fragment in str(e.value)
+    if "training.devices=[cpu]" in overrides:  # the fix names the GPU, not a --sim the task already has
+        assert "put the envs on a GPU: training.devices=[0] on a GPU machine" in str(e.value)
+        assert "--sim mjwarp" not in str(e.value)
 
 
 @pytest.mark.parametrize("configured, expected", [(True, True), (False, False), (None, False)])
