@@ -52,7 +52,7 @@ from duorl.runtime.replay import ReplayLayout, ReplayRing
 from duorl.runtime.settings import DuoSettings
 from duorl.runtime.tick import CollectorTick
 from duorl.runtime.timing import PhaseTimer, sync
-from duorl.runtime.weights import Entry, WeightBoard
+from duorl.runtime.weights import WeightBoard
 from duorl.startup_phases import PHASES, console_line
 
 
@@ -67,8 +67,7 @@ class CollectorArgs:
     actor_factory: Callable[[torch.device], nn.Module]
     replay: dict[str, torch.Tensor]
     replay_layout: ReplayLayout
-    board_slots: torch.Tensor
-    board_layout: list[Entry]
+    board: WeightBoard  # its slots travel as a CUDA IPC handle or shared memory, its events as IPC handles
     control: ControlBlock
     start_iteration: int
     learner_pid: int
@@ -422,7 +421,7 @@ def _build_around(args: CollectorArgs, device: torch.device, beat: Heartbeat, en
     exploration generator, the state restored on resume, and the tick."""
     settings = args.settings
     ring = ReplayRing(args.replay, args.replay_layout)
-    board = WeightBoard(args.board_slots, args.board_layout)
+    board = args.board
     gen = torch.Generator(device=device)
     gen.manual_seed(settings.explore_seed)
     timer = PhaseTimer(device)

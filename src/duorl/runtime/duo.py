@@ -48,7 +48,7 @@ from duorl.runtime.settings import DuoSettings
 from duorl.runtime.prestart import PrestartedCollector
 from duorl.runtime.task_finiteness import FinitenessCheck
 from duorl.runtime.timing import PhaseTimer, sync
-from duorl.runtime.weights import WeightBoard
+from duorl.runtime.weights import WeightBoard, publish_mode
 from duorl.startup_phases import PHASES, console_line, merged_record
 
 POLICY_LAG_ITERATIONS = 1
@@ -173,7 +173,7 @@ class Duo:
         s, spec = self.s, self.spec
         self.layout = ReplayLayout(s.num_envs, s.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
         self.ring = ReplayRing.allocate(self.layout, self.device, packed=s.config.algo.algo_params.packed_replay)
-        self.board = WeightBoard.allocate(self.learner.actor, self.device)
+        self.board = WeightBoard.allocate(self.learner.actor, self.device, publish_mode(self.device))
         # a prestarted collector has been reporting through its block since its env build began
         early = self.prestarted.control if self.prestarted is not None else None
         self.control = early if early is not None else ControlBlock.allocate()
@@ -203,8 +203,7 @@ class Duo:
             actor_factory=self.actor_factory,
             replay=self.ring.t,
             replay_layout=self.layout,
-            board_slots=self.board.slots,
-            board_layout=self.board.layout,
+            board=self.board,
             control=self.control,
             start_iteration=start_iteration,
             restore=self.resume.collector if self.resume is not None else None,
@@ -576,7 +575,8 @@ class Duo:
             self.control.set(FINAL_BOUNDARY, self.s.max_iterations)
             self.control.set(STOP, 1)
         self.board.publish(self.learner.actor, k + 1)
-        sync(self.device)  # the publish: weights are in memory before the version says so
+        if self.board.publisher_syncs:
+            sync(self.device)  # the publish: weights are in memory before the version says so
         self.control.set(WEIGHTS_VERSION, k + 1)
 
     def _log(self, k: int, metrics: IterationMetrics, timer: PhaseTimer, metrics_dev: dict[str, torch.Tensor],

@@ -1,0 +1,108 @@
+"""The weight board's event mode on the GPU (`pytest -m cuda`): the reader's stream waits for the copy.
+
+A publisher process queues a long GPU sleep, then the publish (its copy waits behind the sleep on the
+stream), and announces the version at once, without a host sync. A reader in another process loads the
+version as soon as it is announced. With the slot's interprocess event the reader gets the new weights;
+without the event (the control: no event, no sync) it reads the slot before the copy lands, which shows
+that the test can see the hazard the event closes. Then a whole run trains with DUORL_WEIGHT_PUBLISH=event.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+from duorl.runtime.weights import WeightBoard, publish_mode
+from tests.conftest import run_duorl
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+]
+
+SLEEP_CYCLES = 2_000_000_000  # about a second on a H100/H200 clock: far longer than the reader's load
+
+
+def _net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32))
+
+
+def _reader(board: WeightBoard, version, results) -> None:
+    try:
+        torch.cuda.set_device(0)
+        net = _net().cuda()
+        while version.value < 1:
+            pass
+        board.load_into(net, 1)
+        torch.cuda.synchronize()
+        results.put(("ok", [t.cpu() for t in net.state_dict().values()]))
+    except BaseException as e:  # shipped back: the test names it
+        results.put(("error", repr(e)))
+
+
+def _publish_behind_a_sleep(mode: str) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """(what was published, what the reader loaded)"""
+    ctx = mp.get_context("spawn")
+    device = torch.device("cuda", 0)
+    src = _net().to(device)
+    board = WeightBoard.allocate(src, device, mode)
+    board.publish(src, 1)  # version 1's slot holds the initial weights
+    torch.cuda.synchronize()
+    version, results = ctx.Value("i", 0), ctx.Queue()
+    reader = ctx.Process(target=_reader, args=(board, version, results), daemon=True)
+    reader.start()
+    try:
+        torch.cuda._sleep(SLEEP_CYCLES)
+        with torch.no_grad():
+            for p in src.parameters():
+                p.add_(1.0)  # queued behind the sleep
+        board.publish(src, 1)  # so is the copy (and, in event mode, its record)
+        version.value = 1  # announced at once: no host sync
+        status, payload = results.get(timeout=120)
+        reader.join(timeout=60)
+    finally:
+        if reader.is_alive():
+            reader.kill()
+            reader.join(timeout=10)
+    assert not reader.is_alive()
+    assert status == "ok", payload
+    torch.cuda.synchronize()
+    return [t.cpu() for t in src.state_dict().values()], payload
+
+
+def test_the_reader_waits_for_the_copy_with_events() -> None:
+    published, loaded = _publish_behind_a_sleep("event")
+    for a, b in zip(published, loaded):
+        assert torch.equal(a, b)
+
+
+def test_without_events_or_a_sync_the_reader_reads_the_old_slot() -> None:
+    """The control: the same order without the event loads the weights from before the copy."""
+    published, loaded = _publish_behind_a_sleep("sync")
+    assert not all(torch.equal(a, b) for a, b in zip(published, loaded))
+
+
+def test_event_mode_is_cuda_only_and_a_bad_value_is_refused(monkeypatch) -> None:
+    monkeypatch.setenv("DUORL_WEIGHT_PUBLISH", "event")
+    assert publish_mode(torch.device("cuda", 0)) == "event"
+    assert publish_mode(torch.device("cpu")) == "sync"
+    monkeypatch.setenv("DUORL_WEIGHT_PUBLISH", "later")
+    with pytest.raises(ValueError, match="DUORL_WEIGHT_PUBLISH='later'"):
+        publish_mode(torch.device("cuda", 0))
+
+
+def test_a_run_publishes_with_events(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("DUORL_WEIGHT_PUBLISH", "event")
+    run = tmp_path / "run"
+    p = run_duorl(run, "training.devices=[0]", "algo.max_iterations=40", "training.num_envs=64", sim="mjwarp")
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    trained = [r for r in rows if "Loss/critic" in r]
+    assert trained, rows[-1]
+    assert all(torch.isfinite(torch.tensor(r["Loss/critic"])) for r in trained)
+    assert trained[-1]["Train/skipped_updates"] == 0
