@@ -18,8 +18,9 @@ FLASH_TINY = [
 
 @pytest.mark.slow
 @pytest.mark.parametrize("algo", ["flashsac", "warpsac"])
-def test_flash_algorithms_train_in_the_duo(tmp_path, algo: str) -> None:
+def test_flash_algorithms_train_in_the_duo(tmp_path, monkeypatch, algo: str) -> None:
     run = tmp_path / algo
+    monkeypatch.setenv("DUORL_WEIGHT_PUBLISH", "event")  # CUDA only: a CPU duo publishes with a sync
     r = run_duorl(run, *FLASH_TINY, algo=algo)
     assert r.returncode == 0, r.stderr[-3000:]
     summary = json.loads((run / "run_summary.json").read_text())
@@ -27,6 +28,7 @@ def test_flash_algorithms_train_in_the_duo(tmp_path, algo: str) -> None:
     manifest = summary["runtime_manifest"]
     assert manifest["whole_cycle_cuda_graph"] == {"configured": None, "dp_configured": True, "enabled": False,
                                                   "dp_graph": False, "active": False}
+    assert manifest["weight_publish"] == "sync"
     check = summary["replay_window_check"]
     assert check["samples_checked"] > 0 and check["violations"] == 0
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]

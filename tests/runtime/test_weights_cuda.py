@@ -101,6 +101,7 @@ def test_a_run_publishes_with_events(tmp_path, monkeypatch) -> None:
     run = tmp_path / "run"
     p = run_duorl(run, "training.devices=[0]", "algo.max_iterations=40", "training.num_envs=64", sim="mjwarp")
     assert p.returncode == 0, p.stderr
+    assert json.loads((run / "run_summary.json").read_text())["runtime_manifest"]["weight_publish"] == "event"
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     trained = [r for r in rows if "Loss/critic" in r]
     assert trained, rows[-1]

@@ -621,6 +621,7 @@ class Duo:
             "replay_capacity_transitions": self.layout.transitions,
             "replay_bytes": self.layout.nbytes(),
             "weight_board_floats": int(self.board.slots.shape[1]),
+            "weight_publish": "sync" if self.board.publisher_syncs else "event",
         }
 
     def _shutdown(self, final_boundary: int = 0) -> None:
