@@ -1,7 +1,8 @@
+import pytest
 import torch
 from torch import nn
 
-from duorl.runtime.weights import WeightBoard
+from duorl.runtime.weights import WeightBoard, publish_mode
 
 
 class Net(nn.Module):
@@ -28,3 +29,14 @@ def test_publish_and_load_double_buffered():
     v0 = Net()
     board.load_into(v0, 0)
     assert torch.equal(v0.mean, torch.zeros(3))
+
+
+def test_event_mode_is_cuda_only_and_a_bad_value_is_refused(monkeypatch) -> None:
+    monkeypatch.setenv("DUORL_WEIGHT_PUBLISH", "event")
+    assert publish_mode(torch.device("cuda", 0)) == "event"
+    assert publish_mode(torch.device("cpu")) == "sync"
+    monkeypatch.setenv("DUORL_WEIGHT_PUBLISH", "later")
+    with pytest.raises(ValueError, match="DUORL_WEIGHT_PUBLISH='later'"):
+        publish_mode(torch.device("cuda", 0))
+    with pytest.raises(ValueError, match="needs a CUDA device"):
+        WeightBoard.allocate(Net(), torch.device("cpu"), "event")

@@ -4,19 +4,22 @@ A publisher process queues a long GPU sleep, then the publish (its copy waits be
 stream), and announces the version at once, without a host sync. A reader in another process loads the
 version as soon as it is announced. With the slot's interprocess event the reader gets the new weights;
 without the event (the control: no event, no sync) it reads the slot before the copy lands, which shows
-that the test can see the hazard the event closes. Then a whole run trains with DUORL_WEIGHT_PUBLISH=event.
+that the test can see the hazard the event closes (the reader reports CUDA up before the sleep starts). Then a
+whole run trains with DUORL_WEIGHT_PUBLISH=event. The mode's rules (CUDA only, bad values) are CPU tests:
+tests/runtime/test_weights.py.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import torch
 import torch.multiprocessing as mp
 from torch import nn
 
-from duorl.runtime.weights import WeightBoard, publish_mode
+from duorl.runtime.weights import WeightBoard
 from tests.conftest import run_duorl
 
 pytestmark = [
@@ -32,10 +35,12 @@ def _net() -> nn.Module:
     return nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32))
 
 
-def _reader(board: WeightBoard, version, results) -> None:
+def _reader(board: WeightBoard, ready, version, results) -> None:
     try:
         torch.cuda.set_device(0)
         net = _net().cuda()
+        torch.cuda.synchronize()
+        ready.value = 1  # CUDA is up here: the publisher starts its sleep only now
         while version.value < 1:
             pass
         board.load_into(net, 1)
@@ -53,10 +58,14 @@ def _publish_behind_a_sleep(mode: str) -> tuple[list[torch.Tensor], list[torch.T
     board = WeightBoard.allocate(src, device, mode)
     board.publish(src, 1)  # version 1's slot holds the initial weights
     torch.cuda.synchronize()
-    version, results = ctx.Value("i", 0), ctx.Queue()
-    reader = ctx.Process(target=_reader, args=(board, version, results), daemon=True)
+    ready, version, results = ctx.Value("i", 0), ctx.Value("i", 0), ctx.Queue()
+    reader = ctx.Process(target=_reader, args=(board, ready, version, results), daemon=True)
     reader.start()
     try:
+        deadline = time.monotonic() + 120
+        while ready.value < 1:
+            assert reader.is_alive() and time.monotonic() < deadline, "the reader did not start"
+            time.sleep(0.01)
         torch.cuda._sleep(SLEEP_CYCLES)
         with torch.no_grad():
             for p in src.parameters():
@@ -85,15 +94,6 @@ def test_without_events_or_a_sync_the_reader_reads_the_old_slot() -> None:
     """The control: the same order without the event loads the weights from before the copy."""
     published, loaded = _publish_behind_a_sleep("sync")
     assert not all(torch.equal(a, b) for a, b in zip(published, loaded))
-
-
-def test_event_mode_is_cuda_only_and_a_bad_value_is_refused(monkeypatch) -> None:
-    monkeypatch.setenv("DUORL_WEIGHT_PUBLISH", "event")
-    assert publish_mode(torch.device("cuda", 0)) == "event"
-    assert publish_mode(torch.device("cpu")) == "sync"
-    monkeypatch.setenv("DUORL_WEIGHT_PUBLISH", "later")
-    with pytest.raises(ValueError, match="DUORL_WEIGHT_PUBLISH='later'"):
-        publish_mode(torch.device("cuda", 0))
 
 
 def test_a_run_publishes_with_events(tmp_path, monkeypatch) -> None:
