@@ -99,7 +99,10 @@ def test_without_events_or_a_sync_the_reader_reads_the_old_slot() -> None:
 def test_a_run_publishes_with_events(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("DUORL_WEIGHT_PUBLISH", "event")
     run = tmp_path / "run"
-    p = run_duorl(run, "training.devices=[0]", "algo.max_iterations=40", "training.num_envs=64", sim="mjwarp")
+    # rows every 4 iterations: the iterations between them publish without any host sync, and a row reads
+    # the phase timer's events of all four
+    p = run_duorl(run, "training.devices=[0]", "algo.max_iterations=40", "training.num_envs=64",
+                  "training.log_interval=4", sim="mjwarp")
     assert p.returncode == 0, p.stderr
     assert json.loads((run / "run_summary.json").read_text())["runtime_manifest"]["weight_publish"] == "event"
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]

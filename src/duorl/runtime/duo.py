@@ -581,6 +581,10 @@ class Duo:
 
     def _log(self, k: int, metrics: IterationMetrics, timer: PhaseTimer, metrics_dev: dict[str, torch.Tensor],
              t_start: float) -> dict[str, float]:
+        if not self.board.publisher_syncs:
+            # the publish did not wait for the update: the timer's events are read below, and their
+            # elapsed time needs them done (the metrics' reads would sync anyway)
+            sync(self.device)
         now = time.perf_counter()
         env_steps = self._env_steps(k + 1)
         row = metrics.row(env_steps, now, timer.collect().get("learner_train_ms"), metrics_dev)
