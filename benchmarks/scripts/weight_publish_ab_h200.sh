@@ -11,12 +11,23 @@
 #   BUDGET_S=300 bash benchmarks/scripts/weight_publish_ab_h200.sh OUT_DIR
 # Writes OUT_DIR/publish_ab.txt (the table: per arm the median env steps/s, iteration, learner train,
 # publish, learner-waits-for-collector and collector-waits-for-learner ms of its steady rows) and
-# OUT_DIR/publish_ab.jsonl (every arm's steady rows).
+# OUT_DIR/publish_ab.jsonl (every arm's steady rows). DRY_CPU=1 runs the harness on a CPU machine (tiny
+# MuJoCo C runs of pendulum_swingup, where both modes are sync: a check of the script, not a measurement).
 set -uo pipefail
 out=${1:?OUT_DIR}
 mkdir -p "$out"
 source "$(dirname "$0")/device_env.sh"
 record_device "$out"
+py=python3
+task=g1_walk_flat
+run_args=(--sim mjwarp training.devices=[0])
+if [ "${DRY_CPU:-0}" = 1 ]; then  # the harness alone, on a CPU machine: tiny MuJoCo C runs (not a measurement)
+  py=.venv/bin/python
+  task=pendulum_swingup
+  run_args=(--sim mujoco training.devices=[cpu] training.num_envs=8 training.torch_threads=1 sim.nthread=1
+            algo.batch_size=64 algo.buffer_size=64 algo.actor_hidden_dims=[32] algo.critic_hidden_dims=[32]
+            algo.learning_starts=4)
+fi
 d=${CACHE_DIR:-/tmp/duorl-startup-caches/walk}
 mkdir -p "$d"
 export WARP_CACHE_PATH=$d/warp TORCHINDUCTOR_CACHE_DIR=$d/inductor CUDA_CACHE_PATH=$d/cuda DUORL_CACHE_DIR=$d/duorl
@@ -32,8 +43,8 @@ for mode in ${ARMS:-sync event sync event}; do
   run=/tmp/duorl-publish-$i-$mode
   rm -rf "$run"
   echo "+ arm $i: DUORL_WEIGHT_PUBLISH=$mode for $run_s s" | tee -a "$out/publish_ab.log"
-  DUORL_WEIGHT_PUBLISH=$mode timeout $(( run_s + 60 )) python3 -m duorl train --algo sac --task g1_walk_flat \
-    --sim mjwarp training.devices=[0] training.max_wall_minutes=$(python3 -c "print($run_s / 60)") \
+  DUORL_WEIGHT_PUBLISH=$mode timeout $(( run_s + 60 )) "$py" -m duorl train --algo sac --task $task \
+    "${run_args[@]}" training.max_wall_minutes=$(python3 -c "print($run_s / 60)") \
     training.log_interval=${LOG_INTERVAL:-5} training.progress=false training.log_dir="$run" >> "$out/publish_ab.log" 2>&1
   echo "arm $i rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/publish_ab.log"
 done
