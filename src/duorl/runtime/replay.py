@@ -180,9 +180,10 @@ class ReplaySampler:
         device = ring.t["tick"].device
         self.device = device
         self.generator = generator
-        # [lo_tick, hi_tick) as a device tensor; refilled each iteration with copy_
+        # [lo_tick, hi_tick) as a device tensor (a captured update reads it), refilled each iteration by two
+        # fills: a fill takes its value as a kernel argument, where a copy from a host tensor would wait for
+        # the stream (a blocking copy), i.e. for the update still queued before it
         self.window = torch.zeros(2, dtype=torch.int64, device=device)
-        self._window_host = torch.zeros(2, dtype=torch.int64)
         self.check_window = check_window
         self.violations = 0
         self.samples_checked = 0
@@ -190,8 +191,8 @@ class ReplaySampler:
     def set_window(self, lo: int, hi: int) -> None:
         if hi <= lo:
             raise ValueError(f"empty replay window [{lo}, {hi})")
-        self._window_host[0], self._window_host[1] = lo, hi
-        self.window.copy_(self._window_host)
+        self.window[0].fill_(lo)
+        self.window[1].fill_(hi)
 
     def sample(self, batch_size: int) -> Batch:
         n = self.ring.layout.num_envs

@@ -75,6 +75,11 @@ class WeightBoard:
             if device.type != "cuda":
                 raise ValueError(f"weight board mode 'event' needs a CUDA device, not {device}")
             ready = (torch.cuda.Event(interprocess=True), torch.cuda.Event(interprocess=True))
+            for event in ready:
+                # created now, on the board's device: torch creates an event at its first record or export,
+                # and an export on another thread (the prestarted collector's hand-over) would make it on
+                # that thread's current device, cuda:0, where a later record on cuda:N fails
+                event.record(torch.cuda.current_stream(device))
         return cls(slots, layout, ready)
 
     @property

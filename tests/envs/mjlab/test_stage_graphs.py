@@ -41,3 +41,14 @@ def test_a_constant_met_before_the_capture_is_a_copy_of_the_kept_one() -> None:
     eager = CaptureGuard("reset.k3", cache, capturing=False)._constant(torch.tensor, ([0.5, 1.5],), {})
     captured = CaptureGuard("reset.k3", cache, capturing=True)._constant(torch.tensor, ([0.5, 1.5],), {})
     assert torch.equal(eager, captured) and eager.data_ptr() != captured.data_ptr()
+
+
+def test_a_boolean_mask_index_keeps_its_host_scalar() -> None:
+    """scalar_writes_from_the_device leaves `x[mask] = 1.0` alone (torch fills through a mask without a
+    sync; a device value would make it an index_put that syncs to find the mask's indices)."""
+    from duorl.envs.mjlab.stage_graphs import indexes_by_mask
+
+    ids = torch.tensor([0, 2])
+    mask = torch.tensor([True, False, True])
+    assert indexes_by_mask(mask) and indexes_by_mask((slice(None), mask)) and indexes_by_mask(mask.to(torch.uint8))
+    assert not indexes_by_mask(ids) and not indexes_by_mask((ids, 1)) and not indexes_by_mask(slice(0, 2))

@@ -303,18 +303,26 @@ def _torch_array_writes_on_current_stream() -> Iterator[None]:
         TorchArray.__setitem__ = saved
 
 
+def indexes_by_mask(idx: Any) -> bool:
+    """Whether an index (one item or a tuple of them) holds a boolean (or uint8) mask tensor."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in items)
+
+
 @contextlib.contextmanager
 def scalar_writes_from_the_device() -> Iterator[None]:
     """mjlab writes Python scalars into index sets (`mask[env_ids] = True`, `buf[env_ids] = 0`): torch makes
     the scalar a host tensor and copies it to the GPU, which a capture refuses (the copy is not pinned) and
     which, run eagerly, waits for the stream. In this block (a capture, the staged step's eager stages on
     CUDA) a scalar written into a CUDA tensor is made on the device first (a fill of the tensor's dtype:
-    the same value index_put writes)."""
+    the same value index_put writes). Not under a boolean mask (`x[mask] = 1.0`): there torch fills through
+    the mask with the host scalar as a kernel argument (no copy, no sync), and a device value would turn it
+    into an index_put that finds the mask's indices with a sync."""
     base = torch._C.TensorBase.__setitem__
     saved = torch.Tensor.__setitem__
 
     def setitem(self: torch.Tensor, idx: Any, value: Any) -> None:
-        if isinstance(value, (bool, int, float)) and self.is_cuda:
+        if isinstance(value, (bool, int, float)) and self.is_cuda and not indexes_by_mask(idx):
             value = torch.full((), value, dtype=self.dtype, device=self.device)
         base(self, idx, value)
 
