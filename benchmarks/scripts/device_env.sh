@@ -9,3 +9,9 @@ record_device() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$1/gpu.txt"
   git rev-parse HEAD > "$1/commit.txt" 2>/dev/null || true
 }
+# `use_caches DIR`: Warp's, Inductor's, CUDA's and duorl's caches under DIR, laid out as startup_h200.sh's
+# caches() lays out each arm's (so a later step can reuse an arm's, e.g. /tmp/duorl-startup-caches/walk)
+use_caches() {
+  mkdir -p "$1"
+  export WARP_CACHE_PATH=$1/warp TORCHINDUCTOR_CACHE_DIR=$1/inductor CUDA_CACHE_PATH=$1/cuda DUORL_CACHE_DIR=$1/duorl
+}

@@ -28,9 +28,7 @@ if [ "${DRY_CPU:-0}" = 1 ]; then  # the harness alone, on a CPU machine: tiny Mu
             algo.batch_size=64 algo.buffer_size=64 algo.actor_hidden_dims=[32] algo.critic_hidden_dims=[32]
             algo.learning_starts=4)
 fi
-d=${CACHE_DIR:-/tmp/duorl-startup-caches/walk}
-mkdir -p "$d"
-export WARP_CACHE_PATH=$d/warp TORCHINDUCTOR_CACHE_DIR=$d/inductor CUDA_CACHE_PATH=$d/cuda DUORL_CACHE_DIR=$d/duorl
+use_caches "${CACHE_DIR:-/tmp/duorl-startup-caches/walk}"
 budget=${BUDGET_S:-300}
 run_s=${RUN_S:-75}
 rm -rf /tmp/duorl-publish-*  # the table reads every arm of this call, and only those
