@@ -18,7 +18,7 @@ BUDGET_S=130 bash "$(dirname "$0")/startup_h200.sh" "$out/startup" walk_cold wal
 pub=/tmp/pubout
 rm -rf "$pub" && mkdir -p "$pub"
 use_caches /tmp/duorl-startup-caches/walk  # the walk arms' caches, warm now (the A/B uses them too)
-timeout 120 python3 -m pytest -m cuda -q -p no:cacheprovider tests/runtime/test_weights_cuda.py > "$pub/pytest_weights_cuda.log" 2>&1
+timeout 120 python3 -m pytest -m cuda -q -p no:cacheprovider tests/runtime/test_weights_cuda.py tests/runtime/test_deferred_rows_cuda.py > "$pub/pytest_weights_cuda.log" 2>&1
 echo "pytest rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$pub/pytest_weights_cuda.log"
 tail -3 "$pub/pytest_weights_cuda.log"
 BUDGET_S=$(( $(left) - 10 )) RUN_S=${RUN_S:-75} ARMS=${ARMS:-sync event} bash "$(dirname "$0")/weight_publish_ab_h200.sh" "$pub"

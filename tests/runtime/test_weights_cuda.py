@@ -45,7 +45,8 @@ def _reader(board: WeightBoard, ready, version, results) -> None:
             pass
         board.load_into(net, 1)
         torch.cuda.synchronize()
-        results.put(("ok", [t.cpu() for t in net.state_dict().values()]))
+        # numpy arrays travel by value: a tensor would travel as a file descriptor, gone with this process
+        results.put(("ok", [t.cpu().numpy() for t in net.state_dict().values()]))
     except BaseException as e:  # shipped back: the test names it
         results.put(("error", repr(e)))
 
@@ -81,7 +82,7 @@ def _publish_behind_a_sleep(mode: str) -> tuple[list[torch.Tensor], list[torch.T
     assert not reader.is_alive()
     assert status == "ok", payload
     torch.cuda.synchronize()
-    return [t.cpu() for t in src.state_dict().values()], payload
+    return [t.cpu() for t in src.state_dict().values()], [torch.from_numpy(a) for a in payload]
 
 
 def test_the_reader_waits_for_the_copy_with_events() -> None:
@@ -99,14 +100,16 @@ def test_without_events_or_a_sync_the_reader_reads_the_old_slot() -> None:
 def test_a_run_publishes_with_events(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("DUORL_WEIGHT_PUBLISH", "event")
     run = tmp_path / "run"
-    # rows every 4 iterations: the iterations between them publish without any host sync, and a row reads
-    # the phase timer's events of all four
+    # a row every iteration (the default), each written one row late (runtime/deferred_rows.py); the checkpoints
+    # every 15 iterations write the row in flight first
     p = run_duorl(run, "training.devices=[0]", "algo.max_iterations=40", "training.num_envs=64",
-                  "training.log_interval=4", sim="mjwarp")
+                  "training.log_interval=1", "algo.save_interval=15", sim="mjwarp")
     assert p.returncode == 0, p.stderr
     assert json.loads((run / "run_summary.json").read_text())["runtime_manifest"]["weight_publish"] == "event"
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == list(range(1, 41))
     trained = [r for r in rows if "Loss/critic" in r]
     assert trained, rows[-1]
     assert all(torch.isfinite(torch.tensor(r["Loss/critic"])) for r in trained)
+    assert all(r["Perf/learner_train_ms"] > 0 for r in trained)
     assert trained[-1]["Train/skipped_updates"] == 0

@@ -41,6 +41,7 @@ from duorl.runtime.control import (
     wait_until,
 )
 from duorl.runtime.atomic_files import WriteFailed
+from duorl.runtime.deferred_rows import DeferredRows, Row
 from duorl.runtime.iteration_metrics import IterationMetrics
 from duorl.runtime.outcome import LOOP_ENDINGS, StartRefused, outcome_of  # noqa: F401 - StartRefused: re-exported
 from duorl.runtime.replay import ReplayLayout, ReplayRing, ReplaySampler, readable_window
@@ -155,6 +156,7 @@ class Duo:
         self.layout: ReplayLayout = None  # type: ignore[assignment]
         self.ring: ReplayRing = None  # type: ignore[assignment]
         self.board: WeightBoard = None  # type: ignore[assignment]
+        self._rows: DeferredRows | None = None  # event publish: rows read one row late
         self.control: ControlBlock | None = None
         self._beat: Heartbeat = None  # type: ignore[assignment]
         self.sampler: ReplaySampler = None  # type: ignore[assignment]
@@ -174,6 +176,8 @@ class Duo:
         self.layout = ReplayLayout(s.num_envs, s.buffer_size, spec.actor_obs_dim, spec.critic_obs_dim, spec.action_dim)
         self.ring = ReplayRing.allocate(self.layout, self.device, packed=s.config.algo.algo_params.packed_replay)
         self.board = WeightBoard.allocate(self.learner.actor, self.device, publish_mode(self.device))
+        if not self.board.publisher_syncs:
+            self._rows = DeferredRows()
         # a prestarted collector has been reporting through its block since its env build began
         early = self.prestarted.control if self.prestarted is not None else None
         self.control = early if early is not None else ControlBlock.allocate()
@@ -495,10 +499,18 @@ class Duo:
             if cstats is not None and cstats.get("collector_tick_graph") == 1.0:
                 self.tick_graph_active = True
             if (k + 1) % s.config.training.log_interval == 0 or k == s.max_iterations - 1:
-                last = self._log(k, metrics, timer, metrics_dev, t_start)
-                finite.row(k + 1, last.get("Train/skipped_updates"))  # after the row: the file shows the counts
+                last = self._write(self._log(k, metrics, timer, metrics_dev, t_start), finite, last)
             if (k + 1) % s.config.algo.save_interval == 0 and k + 1 < s.max_iterations:
+                last = self._write(self._rows.flush() if self._rows else [], finite, last)  # rows before it
                 self._periodic_checkpoint(k)
+        return self._write(self._rows.flush() if self._rows else [], finite, last)
+
+    def _write(self, rows: list[Row], finite: FinitenessCheck, last: dict[str, float]) -> dict[str, float]:
+        """Write these rows; the last row written."""
+        for row in rows:
+            self.reporter.log(row.iteration, row.env_steps, row.wall_s, row.metrics)
+            finite.row(row.iteration, row.metrics.get("Train/skipped_updates"))  # after it: the file shows the counts
+            last = row.metrics
         return last
 
     def _skipped_so_far(self) -> float:
@@ -580,16 +592,16 @@ class Duo:
         self.control.set(WEIGHTS_VERSION, k + 1)
 
     def _log(self, k: int, metrics: IterationMetrics, timer: PhaseTimer, metrics_dev: dict[str, torch.Tensor],
-             t_start: float) -> dict[str, float]:
-        if not self.board.publisher_syncs:
-            # the publish did not wait for the update: the timer's events are read below, and their
-            # elapsed time needs them done (the metrics' reads would sync anyway)
-            sync(self.device)
+             t_start: float) -> list[Row]:
+        """Take iteration k's row; the rows to write now: this one after the publish's sync, or (event
+        publish, which queued the update without waiting) the row before it (runtime/deferred_rows.py)."""
         now = time.perf_counter()
         env_steps = self._env_steps(k + 1)
+        if self._rows is not None:
+            return self._rows.queue(k + 1, env_steps, now - t_start, metrics.host_row(env_steps, now), timer.take(),
+                                    metrics_dev)
         row = metrics.row(env_steps, now, timer.collect().get("learner_train_ms"), metrics_dev)
-        self.reporter.log(k + 1, env_steps, now - t_start, row)
-        return row
+        return [Row(k + 1, env_steps, now - t_start, row)]
 
     def _periodic_checkpoint(self, k: int) -> None:
         # the collector leaves its state at this boundary when it finishes iteration k

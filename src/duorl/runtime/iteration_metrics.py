@@ -68,12 +68,15 @@ class IterationMetrics:
 
     def row(self, env_steps: int, now: float, train_ms: float | None,
             learner_metrics: dict[str, torch.Tensor]) -> dict[str, float]:
-        """The metrics since the last row; resets the timing sums."""
+        """The metrics since the last row; resets the timing sums. Reads the learner's metrics (a sync)."""
+        return self.host_row(env_steps, now).finish(train_ms, {k: float(v) for k, v in learner_metrics.items()})
+
+    def host_row(self, env_steps: int, now: float) -> "HostRow":
+        """The part of the row the host has now (timings, collector statistics, episodes); resets the
+        timing sums. The learner's part (`HostRow.finish`) may come later, once its values are read."""
         n = max(self._iterations, 1)
         m: dict[str, float] = {f"Perf/{k}": v / n for k, v in self._sums.items()}
         m["Perf/env_steps_per_s"] = (env_steps - self.last_steps) / max(now - self.last_wall, 1e-9)
-        if train_ms is not None:
-            m["Perf/learner_train_ms"] = train_ms / n
         c = self.cstats
         if c is not None:
             for key in STAT_FIELDS:
@@ -90,9 +93,22 @@ class IterationMetrics:
             means = window.means()
             if means is not None:
                 m[f"{prefix}/mean_episode_return"], m[f"{prefix}/mean_episode_length"] = means
-        for key, v in learner_metrics.items():
-            m[key] = float(v)  # one sync per row, outside the update
         self.last_wall, self.last_steps = now, env_steps
         self._sums = dict.fromkeys(self._sums, 0.0)
         self._iterations = 0
+        return HostRow(m, n)
+
+
+class HostRow:
+    """A row's host part (`IterationMetrics.host_row`) over `iterations` iterations, waiting for the learner's."""
+
+    def __init__(self, metrics: dict[str, float], iterations: int) -> None:
+        self.metrics, self.iterations = metrics, iterations
+
+    def finish(self, train_ms: float | None, learner_values: dict[str, float]) -> dict[str, float]:
+        """The whole row: the learner's train time (summed over the row's iterations) and its metrics."""
+        m = dict(self.metrics)
+        if train_ms is not None:
+            m["Perf/learner_train_ms"] = train_ms / self.iterations
+        m.update(learner_values)
         return m

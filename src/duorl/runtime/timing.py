@@ -36,13 +36,30 @@ class PhaseTimer:
     def add_host_ms(self, name: str, ms: float) -> None:
         self._cpu_ms[name] += ms
 
-    def collect(self) -> dict[str, float]:
-        """Milliseconds per phase since the last collect (call after the work is synchronised)."""
-        out = dict(self._cpu_ms)
-        for name, pairs in self._events.items():
-            out[name] = out.get(name, 0.0) + sum(s.elapsed_time(e) for s, e in pairs)
+    def take(self) -> "PhaseTimes":
+        """The phases since the last take, to be read once their work is done (`PhaseTimes.ms`)."""
+        taken = PhaseTimes(dict(self._events), dict(self._cpu_ms))
         self._events.clear()
         self._cpu_ms.clear()
+        return taken
+
+    def collect(self) -> dict[str, float]:
+        """Milliseconds per phase since the last collect (call after the work is synchronised)."""
+        return self.take().ms()
+
+
+class PhaseTimes:
+    """Phases taken from a PhaseTimer: their events (CUDA) and host milliseconds."""
+
+    def __init__(self, events: dict[str, list[tuple[torch.cuda.Event, torch.cuda.Event]]],
+                 cpu_ms: dict[str, float]) -> None:
+        self.events, self.cpu_ms = events, cpu_ms
+
+    def ms(self) -> dict[str, float]:
+        """Milliseconds per phase; the events must be done (after a sync, or after an event recorded later)."""
+        out = dict(self.cpu_ms)
+        for name, pairs in self.events.items():
+            out[name] = out.get(name, 0.0) + sum(s.elapsed_time(e) for s, e in pairs)
         return out
 
 
