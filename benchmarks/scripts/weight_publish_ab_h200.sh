@@ -5,9 +5,9 @@
 # collector's stream waits for it; the learner queues its next iteration at once; runtime/weights.py).
 # Arms alternate (sync event sync event ...), each a run of RUN_S seconds (default 75, start-up included)
 # on the same caches (CACHE_DIR, default the startup harness's walk caches when present: warm starts);
-# the steady rows are those after the first update + 20 s. A row every LOG_INTERVAL iterations (default 5,
-# as g1_walk_fastsac_h200.sh): a row waits for the update in both modes. Run on the GPU machine from the repo root after
-# staging the wheels:
+# the steady rows are those after the first update + 20 s. A row every LOG_INTERVAL iterations (default 1,
+# duorl's default: in event mode a row is read one row late, runtime/deferred_rows.py, so it waits for no
+# update). Run on the GPU machine from the repo root after staging the wheels:
 #   BUDGET_S=300 bash benchmarks/scripts/weight_publish_ab_h200.sh OUT_DIR
 # Writes OUT_DIR/publish_ab.txt (the table: per arm the median env steps/s, iteration, learner train,
 # publish, learner-waits-for-collector and collector-waits-for-learner ms of its steady rows) and
@@ -43,7 +43,7 @@ for mode in ${ARMS:-sync event sync event}; do
   echo "+ arm $i: DUORL_WEIGHT_PUBLISH=$mode for $run_s s" | tee -a "$out/publish_ab.log"
   DUORL_WEIGHT_PUBLISH=$mode timeout $(( run_s + 60 )) "$py" -m duorl train --algo sac --task $task \
     "${run_args[@]}" training.max_wall_minutes=$(python3 -c "print($run_s / 60)") \
-    training.log_interval=${LOG_INTERVAL:-5} training.progress=false training.log_dir="$run" >> "$out/publish_ab.log" 2>&1
+    training.log_interval=${LOG_INTERVAL:-1} training.progress=false training.log_dir="$run" >> "$out/publish_ab.log" 2>&1
   echo "arm $i rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$out/publish_ab.log"
 done
 python3 - "$out" <<'PY' | tee "$out/publish_ab.txt"

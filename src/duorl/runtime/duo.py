@@ -501,9 +501,13 @@ class Duo:
             if (k + 1) % s.config.training.log_interval == 0 or k == s.max_iterations - 1:
                 last = self._write(self._log(k, metrics, timer, metrics_dev, t_start), finite, last)
             if (k + 1) % s.config.algo.save_interval == 0 and k + 1 < s.max_iterations:
-                last = self._write(self._rows.flush() if self._rows else [], finite, last)  # rows before it
+                last = self._write(self._row_in_flight(), finite, last)  # the rows before the checkpoint
                 self._periodic_checkpoint(k)
-        return self._write(self._rows.flush() if self._rows else [], finite, last)
+        return self._write(self._row_in_flight(), finite, last)
+
+    def _row_in_flight(self) -> list[Row]:
+        """The row an event publish has not written yet (runtime/deferred_rows.py), read; else nothing."""
+        return self._rows.flush() if self._rows is not None else []
 
     def _write(self, rows: list[Row], finite: FinitenessCheck, last: dict[str, float]) -> dict[str, float]:
         """Write these rows; the last row written."""

@@ -11,9 +11,8 @@ interprocess CUDA event, recorded after the slot's copy: the learner announces t
 goes on queueing, and the collector's stream waits for the slot's event on the GPU before it reads the
 slot. One event a slot, not one for the board: the learner records slot v % 2's event again only for
 version v + 2, after the collector finished iteration v + 1 (the learner waits for its ticks), so the
-collector's wait for version v always finds v's record, never a later one. A metrics row still waits for
-the update (its timings and losses are read then), so the mode gains on the iterations between rows:
-`training.log_interval` > 1.
+collector's wait for version v always finds v's record, never a later one. The learner's metrics rows
+are then read one row late (runtime/deferred_rows.py), so that no iteration waits for its update.
 """
 
 from __future__ import annotations
